@@ -1,0 +1,17 @@
+"""The Agent contract: act on a task only through the sandbox, hand back an `AgentResult`."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from evalrun.records import AgentResult
+from evalrun.sandbox.base import Sandbox
+from evalrun.tasks import Task
+
+
+class Agent(Protocol):
+    """`run` may raise; the engine records the exception on the sample and still grades it."""
+
+    name: str
+
+    async def run(self, task: Task, sandbox: Sandbox) -> AgentResult: ...

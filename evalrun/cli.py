@@ -1,0 +1,125 @@
+"""The `evalrun` command: a thin shell that composes the config and hands it to plain functions.
+
+`evalrun [overrides]` runs an evaluation through Hydra (so `--cfg job`, `-m` and `--help` work as
+in any Hydra app). `evalrun <command> [args]` runs one of the subcommands below, composing the
+same config from the same overrides where it needs one.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from rich.console import Console
+
+from evalrun.config import CONF_DIR, register_configs
+from evalrun.errors import UsageError
+
+_err = Console(stderr=True)
+
+
+def _console() -> Console:
+    """Rich console for reports; wide enough for the task table when output is not a terminal."""
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=max(console.width, 140))
+    return console
+
+
+def compose_config(overrides: list[str]):
+    """Compose `conf/config.yaml` with Hydra overrides, outside of `@hydra.main`."""
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    register_configs()
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
+            return compose(config_name="config", overrides=overrides)
+    except (HydraException, OmegaConfBaseException) as exc:
+        raise UsageError(f"bad config override: {exc}") from exc
+
+
+def cmd_check(args: list[str]) -> int:
+    """evalrun check [overrides]: gold must pass, untouched and wrong/* must fail, for every task."""
+    import asyncio
+
+    from evalrun.check import check_tasks, report
+    from evalrun.plan import build
+
+    plan = build(compose_config(args))
+    plan.backend.preflight()
+    console = _console()
+    console.print(
+        f"checking {len(plan.tasks)} tasks in {plan.tasks_dir} on sandbox={plan.backend.name}"
+    )
+    results = asyncio.run(
+        check_tasks(list(plan.tasks), plan.backend, plan.limits, plan.concurrency)
+    )
+    dishonest = report(results, console)
+    if dishonest:
+        console.print(f"[red]{len(dishonest)} dishonest oracle(s):[/] {', '.join(dishonest)}")
+        return 1
+    console.print(f"[green]all {len(plan.tasks)} oracles honest[/]")
+    return 0
+
+
+COMMANDS: dict[str, Callable[[list[str]], int]] = {
+    "check": cmd_check,
+}
+
+_exit_codes: list[int] = []
+_job_started = False
+
+
+def _run_job(cfg) -> None:
+    """The body of every Hydra job: one evaluation run in Hydra's output directory."""
+    global _job_started
+    _job_started = True
+    from hydra.core.hydra_config import HydraConfig
+
+    from evalrun.runner import run
+
+    run_dir = Path(HydraConfig.get().runtime.output_dir)
+    cfg.run_dir = str(run_dir)
+    try:
+        _exit_codes.append(run(cfg, _console()))
+    except UsageError as exc:
+        _err.print(f"[red]error:[/] {exc}", highlight=False)
+        sys.exit(exc.exit_code)
+    finally:
+        if run_dir.is_dir() and not any(run_dir.iterdir()):
+            run_dir.rmdir()  # Hydra made it; a dry run or a refused run leaves nothing behind
+
+
+def _hydra_main() -> int:
+    import hydra
+
+    register_configs()
+    app = hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")(_run_job)
+    try:
+        app()
+    except SystemExit as exc:
+        # Hydra exits 1 on a composition error (unknown key, bad type): that is a usage error.
+        if exc.code == 1 and not _job_started:
+            return 2
+        raise
+    return max(_exit_codes, default=0)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    if args and args[0] in COMMANDS:
+        try:
+            sys.exit(COMMANDS[args[0]](args[1:]))
+        except UsageError as exc:
+            _err.print(f"[red]error:[/] {exc}", highlight=False)
+            sys.exit(exc.exit_code)
+    if argv is not None:
+        sys.argv = [sys.argv[0], *argv]
+    sys.exit(_hydra_main())
+
+
+if __name__ == "__main__":
+    main()

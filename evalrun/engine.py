@@ -1,0 +1,220 @@
+"""Run a plan's cells: each in a fresh sandbox, bounded concurrency, one record per cell.
+
+A sample's life: open a sandbox -> copy setup/ and run setup.sh -> agent.run -> grade -> close.
+Nothing one sample does can abort the run: an agent crash or timeout is recorded and the sample
+is still graded; a harness failure is an `error` outcome, retried with backoff, then recorded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from evalrun.agents.base import Agent
+from evalrun.errors import SandboxError
+from evalrun.grading import grade
+from evalrun.records import AgentResult, CellKey, Outcome, Phases, SampleRecord
+from evalrun.sandbox.base import Sandbox, SandboxBackend
+from evalrun.sandbox.output import tail_text
+from evalrun.tasks import SETUP_SCRIPT, Task
+
+AGENT_OUTPUT_CHARS = 20_000
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-phase timeouts and the retry policy for harness errors."""
+
+    setup_s: float = 120.0
+    agent_s: float = 600.0
+    verify_s: float = 120.0
+    max_retries: int = 2
+    retry_backoff_s: float = 1.0
+
+
+LogSink = Callable[[CellKey, str, str], None]
+"""Called with (cell, log name, text) for each log a sample produces."""
+
+
+class _SetupFailed(Exception):
+    def __init__(self, reason: str, timed_out: bool):
+        super().__init__(reason)
+        self.timed_out = timed_out
+
+
+async def _setup(task: Task, box: Sandbox, timeout_s: float) -> str:
+    layout = task.layout
+    if layout.setup_dir.is_dir():
+        await box.put(layout.setup_dir, ".")
+    if not (layout.setup_dir / SETUP_SCRIPT).is_file():
+        return ""
+    result = await box.exec(
+        f"bash {SETUP_SCRIPT}; status=$?; rm -f {SETUP_SCRIPT}; exit $status", timeout_s=timeout_s
+    )
+    log = result.stdout + result.stderr
+    if result.timed_out:
+        raise _SetupFailed(f"setup.sh timed out after {timeout_s:g}s", timed_out=True)
+    if not result.ok:
+        detail = tail_text(log.strip(), 500)
+        raise _SetupFailed(f"setup.sh failed (exit {result.exit_code}): {detail}", timed_out=False)
+    return log
+
+
+async def _run_agent(
+    agent: Agent, task: Task, box: Sandbox, timeout_s: float
+) -> tuple[AgentResult, bool]:
+    try:
+        return await asyncio.wait_for(agent.run(task, box), timeout_s), False
+    except TimeoutError:
+        return AgentResult(error=f"agent timed out after {timeout_s:g}s"), True
+
+
+async def attempt_sample(
+    task: Task,
+    trial: int,
+    agent: Agent,
+    backend: SandboxBackend,
+    limits: Limits,
+    run_id: str,
+    log: LogSink | None = None,
+) -> SampleRecord:
+    """One attempt at one cell. Never raises for anything the sample itself did."""
+    key = CellKey(task_id=task.id, fingerprint=task.fingerprint, trial=trial)
+    started = time.time()
+    phases = Phases()
+    fields: dict = {}
+
+    def record(outcome: Outcome, **extra) -> SampleRecord:
+        return SampleRecord(
+            run_id=run_id,
+            task_id=task.id,
+            fingerprint=task.fingerprint,
+            trial=trial,
+            outcome=outcome,
+            phases=phases,
+            started_at=started,
+            finished_at=time.time(),
+            **{**fields, **extra},
+        )
+
+    try:
+        async with backend.open(key.label) as box:
+            clock = time.monotonic()
+            try:
+                setup_log = await _setup(task, box, limits.setup_s)
+            except _SetupFailed as exc:
+                phases.setup = time.monotonic() - clock
+                return record(
+                    Outcome.error,
+                    reason=str(exc),
+                    timed_out_phase="setup" if exc.timed_out else None,
+                )
+            phases.setup = time.monotonic() - clock
+            if log and setup_log:
+                log(key, "setup.log", setup_log)
+
+            clock = time.monotonic()
+            agent_timeout = task.spec.agent_timeout_s or limits.agent_s
+            try:
+                result, agent_timed_out = await _run_agent(agent, task, box, agent_timeout)
+            except SandboxError:
+                raise
+            except Exception as exc:  # the agent crashed: record it, still grade
+                result, agent_timed_out = AgentResult(error=f"{type(exc).__name__}: {exc}"), False
+            phases.agent = time.monotonic() - clock
+            if log:
+                log(key, "agent.log", _agent_log(result))
+            fields["agent"] = result.model_copy(
+                update={"output": tail_text(result.output, AGENT_OUTPUT_CHARS)}
+            )
+            if agent_timed_out:
+                fields["timed_out_phase"] = "agent"
+
+            verdict = await grade(task, box, result.output, limits.verify_s)
+            phases.verify = verdict.duration_s
+            if log:
+                log(key, "verify.log", verdict.output)
+            if verdict.timed_out:
+                fields["timed_out_phase"] = "verify"
+            reason = verdict.reason
+            if verdict.outcome is Outcome.failed and result.error:
+                reason = f"{reason} (agent: {result.error})"
+            return record(
+                verdict.outcome,
+                reason=reason,
+                verify_exit_code=verdict.exit_code,
+                verify_output=verdict.output,
+            )
+    except (SandboxError, OSError) as exc:
+        return record(Outcome.error, reason=f"sandbox failed: {exc}")
+
+
+def _agent_log(result: AgentResult) -> str:
+    lines = [f"error: {result.error}"] if result.error else []
+    for step in result.trajectory:
+        lines.append(f"- {step.name} {step.args} ({step.duration_s or 0:.2f}s) {step.error or ''}")
+        if step.result:
+            lines.append("  " + step.result.replace("\n", "\n  "))
+    lines.append("--- final output ---")
+    lines.append(result.output)
+    return "\n".join(lines)
+
+
+async def run_sample(
+    task: Task,
+    trial: int,
+    agent: Agent,
+    backend: SandboxBackend,
+    limits: Limits,
+    run_id: str,
+    log: LogSink | None = None,
+) -> SampleRecord:
+    """`attempt_sample`, retrying harness errors up to `limits.max_retries` times with backoff."""
+    attempt = 0
+    while True:
+        attempt += 1
+        rec = await attempt_sample(task, trial, agent, backend, limits, run_id, log)
+        if rec.outcome is not Outcome.error or attempt > limits.max_retries:
+            return rec.model_copy(update={"attempts": attempt})
+        await asyncio.sleep(limits.retry_backoff_s * 2 ** (attempt - 1))
+
+
+Cell = tuple[Task, int]
+OnRecord = Callable[[SampleRecord], None]
+
+
+async def execute(
+    cells: list[Cell],
+    agent: Agent,
+    backend: SandboxBackend,
+    limits: Limits,
+    *,
+    run_id: str,
+    concurrency: int,
+    on_record: OnRecord,
+    log: LogSink | None = None,
+) -> None:
+    """Run every cell, at most `concurrency` at a time, calling `on_record` as each finishes."""
+    gate = asyncio.Semaphore(max(1, concurrency))
+
+    async def one(task: Task, trial: int) -> None:
+        async with gate:
+            try:
+                rec = await run_sample(task, trial, agent, backend, limits, run_id, log)
+            except Exception as exc:  # a bug in evalrun itself: keep the run going, say so
+                now = time.time()
+                rec = SampleRecord(
+                    run_id=run_id,
+                    task_id=task.id,
+                    fingerprint=task.fingerprint,
+                    trial=trial,
+                    outcome=Outcome.error,
+                    reason=f"internal error: {type(exc).__name__}: {exc}",
+                    started_at=now,
+                    finished_at=now,
+                )
+        on_record(rec)
+
+    await asyncio.gather(*(one(task, trial) for task, trial in cells))

@@ -1,0 +1,35 @@
+"""The two error families of evalrun.
+
+A `UsageError` is the user's mistake (a bad config, a bad task folder, a missing key): it stops
+the run before anything starts, exits 2, and says which file, field or key is wrong and what was
+expected. Everything that goes wrong *inside* one sample is recorded on that sample instead, and
+the run goes on (see `evalrun.records`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class UsageError(Exception):
+    """A mistake the user can fix; printed without a traceback, exit code 2."""
+
+    exit_code = 2
+
+
+class TaskFormatError(UsageError):
+    """A task folder breaks the task-folder contract."""
+
+    def __init__(self, path: Path | str, message: str, field: str | None = None):
+        self.path = Path(path)
+        self.field = field
+        where = f"{self.path}" + (f": field '{field}'" if field else "")
+        super().__init__(f"{where}: {message}")
+
+
+class SandboxError(Exception):
+    """The sandbox could not do what was asked (start, copy, exec). Recorded as an `error` outcome."""
+
+
+class SandboxUnavailable(UsageError):
+    """A sandbox backend cannot be used on this machine (engine missing, daemon unreachable, ...)."""

@@ -1,0 +1,184 @@
+"""From a composed config to a frozen, fully resolved RunPlan - before anything runs.
+
+The plan holds the selected tasks (each with its fingerprint), the cells (task x trial), the
+redacted resolved config, the limits, and the instantiated components. Nothing after planning
+reads the raw config. A bad selection or a bad component is a `UsageError` here.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hydra.errors import InstantiationException
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from evalrun.agents.base import Agent
+from evalrun.config import REPO_ROOT
+from evalrun.engine import Limits
+from evalrun.errors import UsageError
+from evalrun.gate import ThresholdProfile
+from evalrun.records import CellKey
+from evalrun.redact import redact
+from evalrun.sandbox.base import SandboxBackend
+from evalrun.tasks import Difficulty, Task, load_suite
+from evalrun.trackers.base import Tracker
+
+BUNDLED_TASKS = REPO_ROOT / "tasks"
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    run_id: str
+    run_dir: Path
+    tasks_dir: Path
+    config: dict[str, Any]  # resolved and redacted
+    tasks: tuple[Task, ...]
+    trials: int
+    concurrency: int
+    limits: Limits
+    dry_run: bool
+    backend: SandboxBackend = field(repr=False)
+    agent: Agent = field(repr=False)
+    tracker: Tracker = field(repr=False)
+    profile: ThresholdProfile = field(repr=False)
+
+    @property
+    def cells(self) -> list[tuple[Task, int]]:
+        return [(task, trial) for task in self.tasks for trial in range(self.trials)]
+
+    def cell_keys(self) -> set[CellKey]:
+        return {cell_key(t, i) for t, i in self.cells}
+
+    def task_meta(self) -> dict[str, dict]:
+        return {
+            t.id: {"difficulty": t.spec.difficulty.value, "tags": list(t.spec.tags)}
+            for t in self.tasks
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "run_dir": str(self.run_dir),
+            "tasks_dir": str(self.tasks_dir),
+            "trials": self.trials,
+            "concurrency": self.concurrency,
+            "sandbox": self.backend.name,
+            "agent": self.agent.name,
+            "tasks": [
+                {
+                    "id": t.id,
+                    "fingerprint": t.fingerprint,
+                    "difficulty": t.spec.difficulty.value,
+                    "tags": list(t.spec.tags),
+                }
+                for t in self.tasks
+            ],
+            "cells": len(self.cells),
+        }
+
+
+def cell_key(task: Task, trial: int) -> CellKey:
+    return CellKey(task_id=task.id, fingerprint=task.fingerprint, trial=trial)
+
+
+def as_list(value: Any, knob: str) -> list[str]:
+    """`tags=python` and `tags=[python,git]` both mean a list."""
+    if value is None:
+        return []
+    if isinstance(value, str | int):
+        return [str(value)]
+    if isinstance(value, Sequence):
+        return [str(v) for v in value]
+    raise UsageError(f"{knob}: expected a name or a list of names, got {value!r}")
+
+
+def select(
+    tasks: list[Task],
+    *,
+    tags: list[str],
+    difficulty: list[str],
+    ids: list[str],
+    limit: int | None,
+) -> list[Task]:
+    """Apply the slice: ids (exact), tags (any of), difficulty (any of), then the first `limit`."""
+    known = {t.id for t in tasks}
+    for task_id in ids:
+        if task_id not in known:
+            close = difflib.get_close_matches(task_id, sorted(known), n=3)
+            hint = f" (did you mean {', '.join(close)}?)" if close else ""
+            raise UsageError(f"ids: unknown task id {task_id!r}{hint}")
+    valid = {d.value for d in Difficulty}
+    for level in difficulty:
+        if level not in valid:
+            raise UsageError(f"difficulty: {level!r} is not one of {', '.join(sorted(valid))}")
+    chosen = [
+        t
+        for t in tasks
+        if (not ids or t.id in ids)
+        and (not tags or set(tags) & set(t.spec.tags))
+        and (not difficulty or t.spec.difficulty.value in difficulty)
+    ]
+    if limit is not None:
+        if limit < 1:
+            raise UsageError(f"limit: expected a positive number, got {limit}")
+        chosen = chosen[:limit]
+    if not chosen:
+        raise UsageError(
+            f"no task matches the selection (tags={tags}, difficulty={difficulty}, ids={ids})"
+        )
+    return chosen
+
+
+def resolve_tasks_dir(value: str | None) -> Path:
+    return BUNDLED_TASKS if value in (None, "") else Path(value).expanduser().resolve()
+
+
+def _instantiate(node: DictConfig, group: str, **kwargs: Any) -> Any:
+    try:
+        return instantiate(node, **kwargs)
+    except InstantiationException as exc:
+        raise UsageError(f"{group}: could not build {node.get('_target_')}: {exc}") from exc
+
+
+def build(cfg: DictConfig) -> RunPlan:
+    """Resolve `cfg` (an `EvalConfig`) into a RunPlan; raises `UsageError` on a bad config."""
+    if cfg.trials < 1:
+        raise UsageError(f"trials: expected a positive number, got {cfg.trials}")
+    if cfg.concurrency < 1:
+        raise UsageError(f"concurrency: expected a positive number, got {cfg.concurrency}")
+    tasks_dir = resolve_tasks_dir(cfg.tasks_dir)
+    tasks = select(
+        load_suite(tasks_dir),
+        tags=as_list(cfg.tags, "tags"),
+        difficulty=as_list(cfg.difficulty, "difficulty"),
+        ids=as_list(cfg.ids, "ids"),
+        limit=cfg.limit,
+    )
+    resolved = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(resolved, dict)
+    run_dir = Path(cfg.run_dir)
+    return RunPlan(
+        run_id=run_dir.name,
+        run_dir=run_dir,
+        tasks_dir=tasks_dir,
+        config=redact(resolved),
+        tasks=tuple(tasks),
+        trials=cfg.trials,
+        concurrency=cfg.concurrency,
+        limits=Limits(
+            setup_s=cfg.timeouts.setup_s,
+            agent_s=cfg.timeouts.agent_s,
+            verify_s=cfg.timeouts.verify_s,
+            max_retries=cfg.max_retries,
+        ),
+        dry_run=cfg.dry_run,
+        backend=_instantiate(cfg.sandbox, "sandbox", keep_workspaces=cfg.keep_workspaces),
+        agent=_instantiate(cfg.agent, "agent"),
+        tracker=_instantiate(cfg.tracker, "tracker"),
+        profile=_instantiate(cfg.profile, "profile"),
+    )

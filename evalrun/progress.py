@@ -1,0 +1,67 @@
+"""Live progress: a rich bar on a terminal, one line per finished task otherwise (CI logs)."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from evalrun.records import Outcome, SampleRecord
+
+
+class RunProgress:
+    def __init__(self, total: int, trials_per_task: dict[str, int], console: Console):
+        self.console = console
+        self.total = total
+        self.counts: Counter[Outcome] = Counter()
+        self._left = dict(trials_per_task)
+        self._per_task: dict[str, Counter[Outcome]] = {}
+        self._started = time.monotonic()
+        self._bar: Progress | None = None
+        if console.is_terminal and total:
+            self._bar = Progress(
+                TextColumn("[bold]evalrun"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[counts]}"),
+                TimeRemainingColumn(),
+                console=console,
+                transient=True,
+            )
+            self._task = self._bar.add_task("run", total=total, counts="")
+
+    def __enter__(self) -> RunProgress:
+        if self._bar:
+            self._bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar:
+            self._bar.stop()
+
+    def _counts(self) -> str:
+        scored = self.counts[Outcome.passed] + self.counts[Outcome.failed]
+        rate = f"{self.counts[Outcome.passed] / scored:.2f}" if scored else "—"
+        return (
+            f"[green]{self.counts[Outcome.passed]} pass[/] [red]{self.counts[Outcome.failed]} fail[/]"
+            f" [yellow]{self.counts[Outcome.error]} error[/]  pass@1 {rate}"
+        )
+
+    def advance(self, record: SampleRecord) -> None:
+        self.counts[record.outcome] += 1
+        per = self._per_task.setdefault(record.task_id, Counter())
+        per[record.outcome] += 1
+        if self._bar:
+            self._bar.update(self._task, advance=1, counts=self._counts())
+            return
+        self._left[record.task_id] = self._left.get(record.task_id, 1) - 1
+        if self._left[record.task_id] <= 0:
+            done = sum(self.counts.values())
+            self.console.print(
+                f"[{done}/{self.total}] {record.task_id}: "
+                f"{per[Outcome.passed]} pass, {per[Outcome.failed]} fail, "
+                f"{per[Outcome.error]} error  ({time.monotonic() - self._started:.1f}s)",
+                highlight=False,
+            )

@@ -1,0 +1,111 @@
+"""The terminal report: a per-task table, a summary block and where the run directory is."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from evalrun.metrics import Summary
+
+
+def fmt(value: float | None, digits: int = 2) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def fmt_usd(value: float | None) -> str:
+    return "—" if value is None else f"${value:.4f}"
+
+
+def task_table(summary: Summary) -> Table:
+    kmax = max(summary.ks)
+    table = Table(title="Tasks", show_lines=False, header_style="bold")
+    table.add_column("task")
+    table.add_column("difficulty")
+    table.add_column("passed", justify="right")
+    table.add_column("pass@1", justify="right")
+    if kmax > 1:
+        table.add_column(f"pass@{kmax}", justify="right")
+        table.add_column(f"pass^{kmax}", justify="right")
+    table.add_column("errors", justify="right")
+    table.add_column("latency s", justify="right")
+    for s in summary.tasks:
+        flag = " [yellow]flaky[/]" if s.flaky else ""
+        colour = "green" if s.n and s.passes == s.n else ("red" if s.passes == 0 else "yellow")
+        row = [
+            s.task_id + flag,
+            s.difficulty,
+            f"[{colour}]{s.passes}/{s.n}[/]",
+            fmt(s.pass_at.get(1)),
+        ]
+        if kmax > 1:
+            row += [fmt(s.pass_at.get(kmax)), fmt(s.pass_hat.get(kmax))]
+        row += [str(s.errors) if s.errors else "", fmt(s.mean_latency_s, 2)]
+        table.add_row(*row)
+    return table
+
+
+def group_table(title: str, groups: dict, ks: list[int]) -> Table:
+    kmax = max(ks)
+    table = Table(title=title, header_style="bold")
+    table.add_column("group")
+    table.add_column("tasks", justify="right")
+    table.add_column("pass@1", justify="right")
+    if kmax > 1:
+        table.add_column(f"pass@{kmax}", justify="right")
+        table.add_column(f"pass^{kmax}", justify="right")
+    for label, g in groups.items():
+        row = [label, str(g.tasks), fmt(g.pass_at.get(1))]
+        if kmax > 1:
+            row += [fmt(g.pass_at.get(kmax)), fmt(g.pass_hat.get(kmax))]
+        table.add_row(*row)
+    return table
+
+
+def summary_lines(summary: Summary) -> list[str]:
+    o = summary.overall
+    kmax = max(summary.ks)
+    parts = [f"pass@1 [bold]{fmt(o.pass_at.get(1), 3)}[/]"]
+    if kmax > 1:
+        parts += [
+            f"pass@{kmax} {fmt(o.pass_at.get(kmax), 3)}",
+            f"pass^{kmax} {fmt(o.pass_hat.get(kmax), 3)}",
+        ]
+    parts.append(f"flaky tasks {o.flaky_tasks}")
+    lines = [
+        "  ".join(parts),
+        f"samples {summary.samples}  passed {summary.passes}  failed "
+        f"{summary.scored - summary.passes}  errors {summary.errors} (not in pass rates)",
+    ]
+    lat = summary.latency
+    lines.append(
+        "latency s (mean/p50/p95)  "
+        + "  ".join(f"{p} {fmt(lat[p].mean)}/{fmt(lat[p].p50)}/{fmt(lat[p].p95)}" for p in lat)
+    )
+    c = summary.cost
+    if c.priced_samples:
+        lines.append(
+            f"cost total {fmt_usd(c.total_usd)}  per sample {fmt_usd(c.per_sample_usd)}  "
+            f"per success {fmt_usd(c.per_success_usd)}"
+            + (f"  ({c.unpriced_samples} samples unpriced)" if c.unpriced_samples else "")
+        )
+    else:
+        lines.append("cost unknown (the agent reported no cost)")
+    return lines
+
+
+def render(summary: Summary, run_dir: Path, console: Console | None = None) -> None:
+    console = console or Console()
+    console.print(task_table(summary))
+    if len(summary.by_tag) > 1:
+        console.print(group_table("By tag", summary.by_tag, summary.ks))
+    if len(summary.by_difficulty) > 1:
+        console.print(group_table("By difficulty", summary.by_difficulty, summary.ks))
+    for line in summary_lines(summary):
+        console.print(line)
+    if summary.error_samples:
+        console.print(f"[red]{len(summary.error_samples)} samples ended in a harness error:[/]")
+        for err in summary.error_samples[:20]:
+            console.print(f"  {err.task_id}#{err.trial}: {err.reason}")
+    console.print(f"run directory: {run_dir}")

@@ -1,0 +1,85 @@
+"""Run a host process with a timeout that kills its whole process group, output bounded."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Mapping, Sequence
+
+from evalrun.sandbox.base import ExecResult
+from evalrun.sandbox.output import BoundedBuffer
+
+# After the main process exits, how long stray children may keep its pipes open.
+_PIPE_GRACE_S = 0.2
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+async def run_process(
+    argv: Sequence[str],
+    *,
+    cwd: str,
+    env: Mapping[str, str],
+    timeout_s: float | None,
+    output_limit: int,
+    stdin: bytes | None = None,
+) -> ExecResult:
+    """Run `argv` in its own session; on timeout or cancellation SIGKILL the whole group.
+
+    Leftover background children are killed when the main process exits too, so nothing a
+    sample started outlives it.
+    """
+    start = time.monotonic()
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        cwd=cwd,
+        env=dict(env),
+        stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
+    )
+    out, err = BoundedBuffer(output_limit), BoundedBuffer(output_limit)
+    assert proc.stdout is not None and proc.stderr is not None
+    readers = asyncio.gather(out.drain(proc.stdout), err.drain(proc.stderr))
+    timed_out = False
+    try:
+        if stdin is not None:
+            assert proc.stdin is not None
+            proc.stdin.write(stdin)
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                await proc.stdin.drain()
+            proc.stdin.close()
+        try:
+            await asyncio.wait_for(proc.wait(), timeout_s)
+        except TimeoutError:
+            timed_out = True
+        _kill_group(proc.pid)
+        if timed_out:
+            await proc.wait()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(readers), _PIPE_GRACE_S)
+    finally:
+        _kill_group(proc.pid)
+        readers.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await readers
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+    return ExecResult(
+        exit_code=None if timed_out else proc.returncode,
+        stdout=out.text(),
+        stderr=err.text(),
+        duration_s=time.monotonic() - start,
+        timed_out=timed_out,
+        stdout_bytes=out.total,
+        stderr_bytes=err.total,
+    )
