@@ -42,7 +42,7 @@ def compose_config(overrides: list[str]):
 
 
 def cmd_check(args: list[str]) -> int:
-    """evalrun check [overrides]: gold must pass, untouched and wrong/* must fail, for every task."""
+    """evalrun check [overrides]: gold must pass; untouched and wrong/* must fail."""
     import asyncio
 
     from evalrun.check import check_tasks, report

@@ -28,8 +28,8 @@ class TaskFormatError(UsageError):
 
 
 class SandboxError(Exception):
-    """The sandbox could not do what was asked (start, copy, exec). Recorded as an `error` outcome."""
+    """The sandbox could not start, copy or exec. Recorded on the sample as an `error`."""
 
 
 class SandboxUnavailable(UsageError):
-    """A sandbox backend cannot be used on this machine (engine missing, daemon unreachable, ...)."""
+    """A sandbox backend cannot run here (engine missing, daemon unreachable, ...)."""

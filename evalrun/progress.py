@@ -45,8 +45,9 @@ class RunProgress:
         scored = self.counts[Outcome.passed] + self.counts[Outcome.failed]
         rate = f"{self.counts[Outcome.passed] / scored:.2f}" if scored else "—"
         return (
-            f"[green]{self.counts[Outcome.passed]} pass[/] [red]{self.counts[Outcome.failed]} fail[/]"
-            f" [yellow]{self.counts[Outcome.error]} error[/]  pass@1 {rate}"
+            f"[green]{self.counts[Outcome.passed]} pass[/] "
+            f"[red]{self.counts[Outcome.failed]} fail[/] "
+            f"[yellow]{self.counts[Outcome.error]} error[/]  pass@1 {rate}"
         )
 
     def advance(self, record: SampleRecord) -> None:

@@ -11,7 +11,7 @@ _SPLIT = re.compile(r"[_\-.\s]+")
 
 
 def is_secret_key(name: str) -> bool:
-    """`api_key`, `Modal-Secret`, `Authorization` are secrets; `api_key_env`, `max_tokens` are not."""
+    """`api_key`, `Modal-Secret`, `Authorization` are secrets; `api_key_env`, `max_tokens` not."""
     words = [w for w in _SPLIT.split(name.lower()) if w]
     if not words or words[-1] == "env":
         return False

@@ -3,7 +3,7 @@
 ```
 NNN-slug/
   task.yaml        id, prompt, max_steps, difficulty, tags, judges, agent_timeout_s
-  setup/           copied verbatim into a fresh workspace; setup/setup.sh runs there, then is removed
+  setup/           copied verbatim into a fresh workspace; setup/setup.sh runs there, then goes
   verify/          the hidden oracle: verify.sh (required) + helpers, injected only after the agent
   solution/        gold overlay (used by `evalrun check` and agent=oracle)
   wrong/<name>/    near-miss overlays that must fail (used by `evalrun check`)
