@@ -45,6 +45,7 @@ def run(cfg: DictConfig, console: Console | None = None) -> int:
         console.print("dry run: nothing was run")
         return 0
     plan.backend.preflight()
+    plan.agent.preflight()
     store = RunStore(plan.run_dir)
     store.create()
     store.write_config(plan.config)

@@ -14,4 +14,9 @@ class Agent(Protocol):
 
     name: str
 
+    def preflight(self) -> None:
+        """Raise `UsageError` before the run starts when the agent cannot work (missing API key,
+        missing SDK, unreachable endpoint named in config)."""
+        ...
+
     async def run(self, task: Task, sandbox: Sandbox) -> AgentResult: ...

@@ -10,5 +10,8 @@ from evalrun.tasks import Task
 class NoopAgent:
     name = "noop"
 
+    def preflight(self) -> None:
+        return None
+
     async def run(self, task: Task, sandbox: Sandbox) -> AgentResult:
         return AgentResult()

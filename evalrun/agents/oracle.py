@@ -53,6 +53,9 @@ async def apply_overlay(
 class OracleAgent:
     name = "oracle"
 
+    def preflight(self) -> None:
+        return None
+
     async def run(self, task: Task, sandbox: Sandbox) -> AgentResult:
         return await apply_overlay(sandbox, task.layout.solution_dir)
 
@@ -63,6 +66,9 @@ class OverlayAgent:
     def __init__(self, overlay: Path, name: str):
         self.overlay = overlay
         self.name = name
+
+    def preflight(self) -> None:
+        return None
 
     async def run(self, task: Task, sandbox: Sandbox) -> AgentResult:
         return await apply_overlay(sandbox, self.overlay)

@@ -1,0 +1,85 @@
+"""Shared test set-up: offline SDK settings and a factory for throwaway task folders."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("OPIK_ANALYTICS_ENABLE", "false")
+
+REPO = Path(__file__).resolve().parent.parent
+IN_CI = os.environ.get("EVALRUN_CI") == "1"
+
+
+def require_engine(available: bool, what: str) -> None:
+    """Skip when an engine is genuinely absent - but in CI (EVALRUN_CI=1) fail instead."""
+    if available:
+        return
+    if IN_CI:
+        pytest.fail(f"{what} is required in CI (EVALRUN_CI=1) but is not available")
+    pytest.skip(f"{what} is not available on this machine")
+
+
+TaskFactory = Callable[..., Path]
+
+
+@pytest.fixture
+def make_task(tmp_path: Path) -> TaskFactory:
+    """Write a minimal, honest task folder and return its path.
+
+    The default task asks for `answer.txt` containing `42`; verify.sh checks it. Pass `spec`
+    to change task.yaml fields, `files` as {relative path: text} to add or replace files.
+    """
+    suite = tmp_path / "suite"
+
+    def factory(
+        task_id: str = "001-answer",
+        *,
+        spec: dict | None = None,
+        files: dict[str, str] | None = None,
+        drop: tuple[str, ...] = (),
+    ) -> Path:
+        folder = suite / task_id
+        folder.mkdir(parents=True, exist_ok=True)
+        data = {
+            "id": task_id,
+            "prompt": "Write the number 42 into answer.txt.",
+            "max_steps": 5,
+            "difficulty": "easy",
+            "tags": ["demo"],
+        }
+        data.update(spec or {})
+        defaults = {
+            "task.yaml": yaml.safe_dump(data),
+            "setup/README.md": "Put the answer in answer.txt\n",
+            "verify/verify.sh": textwrap.dedent(
+                """\
+                #!/usr/bin/env bash
+                if [ "$(cat answer.txt 2>/dev/null)" = "42" ]; then echo PASS; exit 0; fi
+                echo "FAIL: answer.txt does not contain 42"; exit 1
+                """
+            ),
+            "solution/answer.txt": "42",
+            "wrong/off-by-one/answer.txt": "41",
+        }
+        defaults.update(files or {})
+        for rel, text in defaults.items():
+            path = folder / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        for rel in drop:
+            target = folder / rel
+            if target.is_dir():
+                shutil.rmtree(target)
+            else:
+                target.unlink()
+        return folder
+
+    return factory
