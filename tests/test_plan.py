@@ -1,0 +1,93 @@
+"""Planning: composing the config, selecting tasks and refusing bad selections before any run."""
+
+from __future__ import annotations
+
+import pytest
+
+from evalrun.cli import compose_config
+from evalrun.errors import UsageError
+from evalrun.plan import build
+
+
+@pytest.fixture
+def suite(make_task):
+    make_task("001-py-easy", spec={"tags": ["python"], "difficulty": "easy"})
+    make_task("002-git-hard", spec={"tags": ["git"], "difficulty": "hard"})
+    make_task("003-py-git-hard", spec={"tags": ["python", "git"], "difficulty": "hard"})
+    return make_task("004-sql-medium", spec={"tags": ["sql"], "difficulty": "medium"}).parent
+
+
+def plan_for(suite, *overrides):
+    return build(compose_config([f"tasks_dir={suite}", "run_dir=/tmp/evalrun-plan", *overrides]))
+
+
+def ids(plan):
+    return [t.id for t in plan.tasks]
+
+
+def test_defaults_select_everything_once(suite):
+    plan = plan_for(suite)
+    assert ids(plan) == ["001-py-easy", "002-git-hard", "003-py-git-hard", "004-sql-medium"]
+    assert len(plan.cells) == 4
+    assert plan.backend.name == "local" and plan.agent.name == "oracle"
+
+
+def test_trials_multiply_cells(suite):
+    plan = plan_for(suite, "trials=5")
+    assert len(plan.cells) == 20
+    assert {trial for _, trial in plan.cells} == {0, 1, 2, 3, 4}
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        (["tags=python"], ["001-py-easy", "003-py-git-hard"]),
+        (["tags=[python,git]", "difficulty=hard"], ["002-git-hard", "003-py-git-hard"]),
+        (["difficulty=[easy,medium]"], ["001-py-easy", "004-sql-medium"]),
+        (["ids=[004-sql-medium,001-py-easy]"], ["001-py-easy", "004-sql-medium"]),
+        (["limit=3"], ["001-py-easy", "002-git-hard", "003-py-git-hard"]),
+        (["slice=smoke"], ["001-py-easy"]),
+        (["slice=smoke", "difficulty=hard"], ["002-git-hard", "003-py-git-hard"]),
+    ],
+)
+def test_selection(suite, overrides, expected):
+    assert ids(plan_for(suite, *overrides)) == expected
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["ids=[001-py-esy]"], "unknown task id '001-py-esy' (did you mean 001-py-easy?)"),
+        (["difficulty=extreme"], "difficulty: 'extreme' is not one of easy, hard, medium"),
+        (["tags=nothing"], "no task matches the selection"),
+        (["limit=0"], "limit: expected a positive number"),
+        (["trials=0"], "trials: expected a positive number"),
+    ],
+)
+def test_bad_selection_is_a_usage_error(suite, overrides, message):
+    with pytest.raises(UsageError) as err:
+        plan_for(suite, *overrides)
+    assert message in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "override", ["trialz=3", "sandbox.imagee=x", "trials=many", "sandbox=nonesuch"]
+)
+def test_config_mistakes_fail_at_compose_time(suite, override):
+    with pytest.raises(UsageError, match="bad config override"):
+        plan_for(suite, override)
+
+
+def test_plan_json_has_fingerprints_and_cells(suite):
+    plan = plan_for(suite, "trials=2", "tags=sql")
+    data = plan.to_json()
+    assert data["cells"] == 2
+    assert data["tasks"][0]["id"] == "004-sql-medium"
+    assert len(data["tasks"][0]["fingerprint"]) == 64
+
+
+def test_resolved_config_is_redacted(suite):
+    plan = plan_for(suite)
+    assert plan.config["trials"] == 1
+    assert plan.config["tasks_dir"] == str(suite)
+    assert "${" not in str(plan.config)
