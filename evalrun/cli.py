@@ -16,7 +16,7 @@ from rich.console import Console
 from evalrun.config import CONF_DIR, register_configs
 from evalrun.errors import UsageError
 
-_err = Console(stderr=True)
+_err = Console(stderr=True, soft_wrap=True)
 
 
 def _console() -> Console:
@@ -81,10 +81,12 @@ def _run_job(cfg) -> None:
 
     from evalrun.runner import run
 
-    run_dir = Path(HydraConfig.get().runtime.output_dir)
+    hydra_cfg = HydraConfig.get()
+    run_dir = Path(hydra_cfg.runtime.output_dir)
     cfg.run_dir = str(run_dir)
+    overrides = [o for o in hydra_cfg.overrides.task if not o.startswith("run_dir=")]
     try:
-        _exit_codes.append(run(cfg, _console()))
+        _exit_codes.append(run(cfg, _console(), overrides=redact_overrides(overrides)))
     except UsageError as exc:
         _err.print(f"[red]error:[/] {exc}", highlight=False)
         sys.exit(exc.exit_code)
@@ -108,16 +110,46 @@ def _hydra_main() -> int:
     return max(_exit_codes, default=0)
 
 
+def expand_resume(args: list[str]) -> list[str]:
+    """`resume=<run-dir>` -> the overrides that run was composed from, then the new ones, then
+    `run_dir=<run-dir>`. The runner refuses if the result-relevant config no longer matches."""
+    resumes = [a for a in args if a.startswith("resume=")]
+    if not resumes:
+        return args
+    from evalrun.store import CONFIG_FILE, RunStore
+
+    run_dir = Path(resumes[-1].split("=", 1)[1]).expanduser()
+    if not (run_dir / CONFIG_FILE).is_file():
+        raise UsageError(f"resume: {run_dir} is not a run directory (no {CONFIG_FILE} in it)")
+    rest = [a for a in args if not a.startswith("resume=")]
+    return [*RunStore(run_dir).read_overrides(), *rest, f"run_dir={run_dir}"]
+
+
+def redact_overrides(overrides: list[str]) -> list[str]:
+    from evalrun.redact import MASK, is_secret_key
+
+    def one(item: str) -> str:
+        key, sep, _ = item.partition("=")
+        last = key.lstrip("+~").rsplit(".", 1)[-1]
+        return f"{key}={MASK}" if sep and is_secret_key(last) else item
+
+    return [one(o) for o in overrides]
+
+
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
+    try:
+        args = expand_resume(args)
+    except UsageError as exc:
+        _err.print(f"[red]error:[/] {exc}", highlight=False)
+        sys.exit(exc.exit_code)
     if args and args[0] in COMMANDS:
         try:
             sys.exit(COMMANDS[args[0]](args[1:]))
         except UsageError as exc:
             _err.print(f"[red]error:[/] {exc}", highlight=False)
             sys.exit(exc.exit_code)
-    if argv is not None:
-        sys.argv = [sys.argv[0], *argv]
+    sys.argv = [sys.argv[0], *args]  # Hydra parses sys.argv itself
     sys.exit(_hydra_main())
 
 

@@ -8,6 +8,8 @@ is still graded; a harness failure is an `error` outcome, retried with backoff, 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -195,8 +197,14 @@ async def execute(
     concurrency: int,
     on_record: OnRecord,
     log: LogSink | None = None,
-) -> None:
-    """Run every cell, at most `concurrency` at a time, calling `on_record` as each finishes."""
+    on_interrupt: Callable[[], None] | None = None,
+) -> bool:
+    """Run every cell, at most `concurrency` at a time, calling `on_record` as each finishes.
+
+    The first Ctrl-C (SIGINT) stops starting samples and cancels the ones in flight (their
+    sandboxes and process trees are cleaned up; they get no record, so a resume runs them again);
+    a second one exits the process at once. Returns True when the run was interrupted.
+    """
     gate = asyncio.Semaphore(max(1, concurrency))
 
     async def one(task: Task, trial: int) -> None:
@@ -217,4 +225,31 @@ async def execute(
                 )
         on_record(rec)
 
-    await asyncio.gather(*(one(task, trial) for task, trial in cells))
+    jobs = [asyncio.create_task(one(task, trial)) for task, trial in cells]
+    interrupted = False
+
+    def interrupt() -> None:
+        nonlocal interrupted
+        if interrupted:
+            os._exit(130)  # second Ctrl-C: leave now; every finished record is already on disk
+        interrupted = True
+        if on_interrupt:
+            on_interrupt()
+        for job in jobs:
+            job.cancel()
+
+    loop = asyncio.get_running_loop()
+    try:
+        loop.add_signal_handler(signal.SIGINT, interrupt)
+        handling = True
+    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread
+        handling = False
+    try:
+        results = await asyncio.gather(*jobs, return_exceptions=True)
+    finally:
+        if handling:
+            loop.remove_signal_handler(signal.SIGINT)
+    for result in results:  # e.g. the store could not write: stop loudly, never drop records
+        if isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):
+            raise result
+    return interrupted

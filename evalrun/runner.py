@@ -6,18 +6,25 @@ The CLI is a thin shell around this; tests and other programs can call it direct
 from __future__ import annotations
 
 import asyncio
+import shlex
 from collections import Counter
+from pathlib import Path
 
+import yaml
 from omegaconf import DictConfig
 from rich.console import Console
 
+from evalrun.configdiff import NOT_RESULT_RELEVANT, diff
 from evalrun.engine import execute
+from evalrun.errors import UsageError
 from evalrun.metrics import Summary, summarize
 from evalrun.plan import RunPlan, build, cell_key
 from evalrun.progress import RunProgress
 from evalrun.records import SampleRecord
 from evalrun.report.terminal import render
-from evalrun.store import PLAN_FILE, SUMMARY_FILE, RunStore
+from evalrun.store import CONFIG_FILE, PLAN_FILE, SUMMARY_FILE, RunStore
+
+EXIT_INTERRUPTED = 130
 
 
 def print_plan(plan: RunPlan, console: Console) -> None:
@@ -26,7 +33,8 @@ def print_plan(plan: RunPlan, console: Console) -> None:
     console.print(f"tasks dir  {plan.tasks_dir}")
     console.print(f"sandbox    {plan.backend.name}    agent {plan.agent.name}")
     console.print(
-        f"tasks      {len(plan.tasks)}    trials {plan.trials}    cells {len(plan.cells)}"
+        f"tasks      {len(plan.tasks)}    trials {plan.trials}    cells {len(plan.cells)}",
+        highlight=False,
     )
     for task in plan.tasks:
         tags = ",".join(task.spec.tags)
@@ -36,8 +44,28 @@ def print_plan(plan: RunPlan, console: Console) -> None:
         )
 
 
-def run(cfg: DictConfig, console: Console | None = None) -> int:
-    """Run the composed config; return the process exit code (0, or 1 when the gate breaks)."""
+def refuse_incompatible_resume(plan: RunPlan) -> None:
+    """A run directory that already holds a run may only be continued with the same
+    result-relevant config (agent, provider, model, sandbox, trials, task selection...)."""
+    saved_path = plan.run_dir / CONFIG_FILE
+    if not saved_path.exists():
+        return
+    saved = yaml.safe_load(saved_path.read_text()) or {}
+    changes = diff(saved, plan.config, ignore=NOT_RESULT_RELEVANT)
+    if changes:
+        raise UsageError(
+            f"{plan.run_dir} holds a run with a different result-relevant config; refusing to "
+            "mix results. Differences (recorded -> now):\n" + "\n".join(changes.lines())
+        )
+
+
+def resume_command(run_dir: Path) -> str:
+    return f"evalrun resume={shlex.quote(str(run_dir))}"
+
+
+def run(cfg: DictConfig, console: Console | None = None, overrides: list[str] | None = None) -> int:
+    """Run the composed config; return the exit code (0; 1 when the gate breaks; 130 when
+    interrupted). `overrides` are the command-line overrides, kept so a resume can replay them."""
     console = console or Console()
     plan = build(cfg)
     if plan.dry_run:
@@ -46,9 +74,12 @@ def run(cfg: DictConfig, console: Console | None = None) -> int:
         return 0
     plan.backend.preflight()
     plan.agent.preflight()
+    refuse_incompatible_resume(plan)
     store = RunStore(plan.run_dir)
     store.create()
     store.write_config(plan.config)
+    if overrides is not None:
+        store.write_overrides(overrides)
     store.write_json(PLAN_FILE, plan.to_json())
     wanted = plan.cell_keys()
     done = {r.key for r in store.records()} & wanted
@@ -59,8 +90,12 @@ def run(cfg: DictConfig, console: Console | None = None) -> int:
         )
     plan.tracker.start(plan)
 
-    left = Counter(t.id for t, _ in todo)
-    with RunProgress(len(todo), dict(left), console) as progress:
+    def on_interrupt() -> None:
+        console.print(
+            "[yellow]interrupted: cancelling samples in flight (Ctrl-C again to exit at once)[/]"
+        )
+
+    with RunProgress(len(todo), dict(Counter(t.id for t, _ in todo)), console) as progress:
 
         def on_record(record: SampleRecord) -> None:
             store.append(record)
@@ -68,7 +103,7 @@ def run(cfg: DictConfig, console: Console | None = None) -> int:
             progress.advance(record)
 
         try:
-            asyncio.run(
+            interrupted = asyncio.run(
                 execute(
                     todo,
                     plan.agent,
@@ -78,6 +113,7 @@ def run(cfg: DictConfig, console: Console | None = None) -> int:
                     concurrency=plan.concurrency,
                     on_record=on_record,
                     log=store.write_log,
+                    on_interrupt=on_interrupt,
                 )
             )
         finally:
@@ -86,6 +122,12 @@ def run(cfg: DictConfig, console: Console | None = None) -> int:
     summary = summarize_run(plan, store)
     plan.tracker.finish(summary)
     render(summary, plan.run_dir, console)
+    if interrupted:
+        console.print(
+            f"[yellow]interrupted after {summary.samples} of {len(plan.cells)} samples.[/] "
+            f"Resume with: {resume_command(plan.run_dir)}"
+        )
+        return EXIT_INTERRUPTED
     breaches = plan.profile.check(summary)
     for breach in breaches:
         console.print(f"[red]threshold broken ({plan.profile.name}):[/] {breach}")

@@ -3,6 +3,7 @@
 ```
 <run_dir>/
   config.yaml      the resolved config, secrets redacted
+  overrides.yaml   the command-line overrides it was composed from (replayed by a resume)
   plan.json        tasks with fingerprints, cells, run id
   samples.jsonl    one SampleRecord per finished sample, appended, flushed and fsynced
   summary.json     metrics over samples.jsonl (rewritten at the end of a run)
@@ -25,6 +26,7 @@ SAMPLES_FILE = "samples.jsonl"
 SUMMARY_FILE = "summary.json"
 PLAN_FILE = "plan.json"
 CONFIG_FILE = "config.yaml"
+OVERRIDES_FILE = "overrides.yaml"
 
 
 class RunStore:
@@ -47,6 +49,13 @@ class RunStore:
 
     def write_config(self, config: dict[str, Any]) -> None:
         (self.run_dir / CONFIG_FILE).write_text(yaml.safe_dump(config, sort_keys=False))
+
+    def write_overrides(self, overrides: list[str]) -> None:
+        (self.run_dir / OVERRIDES_FILE).write_text(yaml.safe_dump(list(overrides)))
+
+    def read_overrides(self) -> list[str]:
+        path = self.run_dir / OVERRIDES_FILE
+        return list(yaml.safe_load(path.read_text()) or []) if path.exists() else []
 
     def append(self, record: SampleRecord) -> None:
         if self._handle is None:
