@@ -1,0 +1,41 @@
+from .model import Interval
+
+
+def merge_intervals(intervals):
+    """Merge overlapping or touching intervals.
+
+    Accepts any iterable of Interval objects or (start, end) pairs, in any
+    order, and returns a new list of Interval sorted by start in which no two
+    intervals overlap or touch. Empty intervals (start == end) are dropped.
+    The input is never modified.
+    """
+    intervals.sort()
+    merged = []
+    for start, end in intervals:
+        if end <= start:
+            continue
+        if merged and start <= merged[-1].end:
+            merged[-1] = Interval(merged[-1].start, max(merged[-1].end, end))
+        else:
+            merged.append(Interval(start, end))
+    return merged
+
+
+def total_length(intervals):
+    """Total number of minutes covered by the intervals, overlaps counted once."""
+    return sum(iv.length for iv in merge_intervals(intervals))
+
+
+def gaps(intervals, start, end):
+    """Free intervals inside [start, end) that no interval covers, in order."""
+    free = []
+    cursor = start
+    for iv in merge_intervals(intervals):
+        if iv.end <= start or iv.start >= end:
+            continue
+        if iv.start > cursor:
+            free.append(Interval(cursor, iv.start))
+        cursor = max(cursor, iv.end)
+    if cursor < end:
+        free.append(Interval(cursor, end))
+    return free

@@ -1,0 +1,49 @@
+"""Migrate data/customers.csv (legacy CRM export) to data/customers.json (see MIGRATION.md)."""
+import csv
+import json
+from datetime import datetime
+
+SRC = "data/customers.csv"
+DST = "data/customers.json"
+
+
+def parse_balance(value):
+    value = value.strip()
+    if value == "":
+        return None
+    return float(value)
+
+
+def parse_active(value):
+    flag = value.strip().lower()
+    if flag not in ("yes", "no"):
+        raise ValueError(f"active must be yes/no, got {value!r}")
+    return flag == "yes"
+
+
+def convert(row):
+    return {
+        "id": int(row["id"]),
+        "name": row["name"],
+        "contact": {"email": row["email"], "postal_code": row["postal_code"]},
+        "signup_date": datetime.strptime(row["signup_date"].strip(), "%d/%m/%Y").date().isoformat(),
+        "balance": parse_balance(row["balance"]),
+        "tags": [tag.strip() for tag in row["tags"].split(";") if tag.strip()],
+        "active": parse_active(row["active"]),
+        "notes": row["notes"],
+    }
+
+
+def main():
+    # utf-8-sig: the CRM writes a byte-order mark; newline="" keeps quoted line breaks intact.
+    with open(SRC, encoding="utf-8-sig", newline="") as fh:
+        customers = [convert(row) for row in csv.DictReader(fh)]
+    document = {"schema": "customers/v2", "count": len(customers), "customers": customers}
+    with open(DST, "w", encoding="utf-8") as fh:
+        json.dump(document, fh, ensure_ascii=False, indent=2)
+        fh.write("\n")
+    print(f"wrote {len(customers)} customers to {DST}")
+
+
+if __name__ == "__main__":
+    main()

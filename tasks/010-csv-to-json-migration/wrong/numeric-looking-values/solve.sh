@@ -1,0 +1,2 @@
+set -eu
+python3 migrate_customers.py
