@@ -15,7 +15,9 @@ from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel, Field
 
-from evalrun.records import Outcome, SampleRecord
+from evalrun.records import Outcome, SampleDigest, SampleRecord
+
+AnySample = SampleRecord | SampleDigest
 
 PHASES = ("setup", "agent", "verify")
 
@@ -83,6 +85,8 @@ class CostStats(BaseModel):
     per_success_usd: float | None
     priced_samples: int
     unpriced_samples: int
+    # fresh input x1 + cache write x1.25 + cache read x0.1 + output x5, over every sample
+    cost_equivalent_tokens: float = 0.0
 
 
 class SampleError(BaseModel):
@@ -108,7 +112,7 @@ class Summary(BaseModel):
     error_samples: list[SampleError] = Field(default_factory=list)
 
 
-def _task_stats(task_id: str, meta: dict, recs: list[SampleRecord], ks: list[int]) -> TaskStats:
+def _task_stats(task_id: str, meta: dict, recs: list[AnySample], ks: list[int]) -> TaskStats:
     scored = [r for r in recs if r.outcome is not Outcome.error]
     n = len(scored)
     c = sum(r.outcome is Outcome.passed for r in scored)
@@ -140,12 +144,12 @@ def _group(stats: list[TaskStats], ks: list[int]) -> GroupStats:
 
 
 def summarize(
-    records: Iterable[SampleRecord], task_meta: dict[str, dict], *, run_id: str, trials: int
+    records: Iterable[AnySample], task_meta: dict[str, dict], *, run_id: str, trials: int
 ) -> Summary:
     """Summarise records. `task_meta` maps task id -> {difficulty, tags} for every planned task."""
-    by_task: dict[str, list[SampleRecord]] = defaultdict(list)
+    by_task: dict[str, list[AnySample]] = defaultdict(list)
     phase_values: dict[str, list[float]] = {p: [] for p in PHASES}
-    all_recs: list[SampleRecord] = []
+    all_recs: list[AnySample] = []
     for rec in records:
         by_task[rec.task_id].append(rec)
         all_recs.append(rec)
@@ -188,6 +192,7 @@ def summarize(
             per_success_usd=(total_cost / passes) if priced and passes else None,
             priced_samples=len(priced),
             unpriced_samples=len(all_recs) - len(priced),
+            cost_equivalent_tokens=sum(r.agent.usage.cost_equivalent_tokens for r in all_recs),
         ),
         error_samples=[
             SampleError(task_id=r.task_id, trial=r.trial, reason=r.reason)

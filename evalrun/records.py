@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 
 class Outcome(StrEnum):
@@ -27,7 +27,12 @@ class ToolCall(BaseModel):
 
 
 class Usage(BaseModel):
-    """Tokens and money. `cost_usd` is None when unknown - never a made-up 0."""
+    """Tokens and money. `cost_usd` is None when unknown - never a made-up 0.
+
+    `input_tokens` counts every prompt token, cached ones included; `cache_read_tokens` and
+    `cache_write_tokens` are the parts of it read from / written to a prompt cache.
+    `cost_source` says where `cost_usd` came from, or why it is unknown.
+    """
 
     requests: int = 0
     input_tokens: int = 0
@@ -35,6 +40,20 @@ class Usage(BaseModel):
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     cost_usd: float | None = None
+    cost_source: str | None = None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def cost_equivalent_tokens(self) -> float:
+        """Tokens weighted like typical prices - fresh input x1, cache write x1.25, cache read
+        x0.1, output x5 - so runs on unpriced models can still be compared on cost."""
+        fresh = max(self.input_tokens - self.cache_read_tokens - self.cache_write_tokens, 0)
+        return (
+            fresh
+            + 1.25 * self.cache_write_tokens
+            + 0.1 * self.cache_read_tokens
+            + 5 * self.output_tokens
+        )
 
 
 class AgentResult(BaseModel):
@@ -86,6 +105,27 @@ class SampleRecord(BaseModel):
     started_at: float
     finished_at: float
     scores: dict[str, float | None] = Field(default_factory=dict)
+
+    @property
+    def key(self) -> CellKey:
+        return CellKey(task_id=self.task_id, fingerprint=self.fingerprint, trial=self.trial)
+
+
+class _AgentUsage(BaseModel):
+    usage: Usage = Field(default_factory=Usage)
+
+
+class SampleDigest(BaseModel):
+    """The fields of a SampleRecord that metrics and resume need. Parsing a line into this
+    skips trajectories and outputs, which makes reading a large run several times faster."""
+
+    task_id: str
+    fingerprint: str
+    trial: int
+    outcome: Outcome
+    reason: str | None = None
+    phases: Phases = Field(default_factory=Phases)
+    agent: _AgentUsage = Field(default_factory=_AgentUsage)
 
     @property
     def key(self) -> CellKey:

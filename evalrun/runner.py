@@ -82,7 +82,7 @@ def run(cfg: DictConfig, console: Console | None = None, overrides: list[str] | 
         store.write_overrides(overrides)
     store.write_json(PLAN_FILE, plan.to_json())
     wanted = plan.cell_keys()
-    done = {r.key for r in store.records()} & wanted
+    done = {r.key for r in store.digests()} & wanted
     todo = [(t, i) for t, i in plan.cells if cell_key(t, i) not in done]
     if done:
         console.print(
@@ -137,7 +137,7 @@ def run(cfg: DictConfig, console: Console | None = None, overrides: list[str] | 
 def summarize_run(plan: RunPlan, store: RunStore) -> Summary:
     """Summarise the plan's cells from the store and write summary.json."""
     wanted = plan.cell_keys()
-    records = [r for r in store.records() if r.key in wanted]
+    records = [r for r in store.digests() if r.key in wanted]
     summary = summarize(records, plan.task_meta(), run_id=plan.run_id, trials=plan.trials)
     store.write_json(SUMMARY_FILE, summary.model_dump(mode="json"))
     return summary

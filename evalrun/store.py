@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
+from pydantic import BaseModel
 
-from evalrun.records import CellKey, SampleRecord
+from evalrun.records import CellKey, SampleDigest, SampleRecord
 
 SAMPLES_FILE = "samples.jsonl"
 SUMMARY_FILE = "summary.json"
@@ -77,7 +79,11 @@ class RunStore:
 
     def records(self) -> list[SampleRecord]:
         """Every complete record; a torn last line (a crash mid-write) is skipped."""
-        return list(iter_records(self.samples_path))
+        return list(iter_records(self.samples_path, SampleRecord))
+
+    def digests(self) -> list[SampleDigest]:
+        """Every complete record, parsed only as far as metrics and resume need."""
+        return list(iter_records(self.samples_path, SampleDigest))
 
 
 def _drop_torn_tail(path: Path) -> None:
@@ -91,7 +97,10 @@ def _drop_torn_tail(path: Path) -> None:
         handle.truncate(data.rfind(b"\n") + 1)
 
 
-def iter_records(path: Path):
+M = TypeVar("M", bound=BaseModel)
+
+
+def iter_records(path: Path, model: type[M]) -> Iterator[M]:
     if not path.exists():
         return
     with path.open("rb") as handle:
@@ -99,6 +108,6 @@ def iter_records(path: Path):
             if not raw.endswith(b"\n") or not raw.strip():
                 continue  # torn final line from a crash, or a blank line
             try:
-                yield SampleRecord.model_validate_json(raw)
+                yield model.model_validate_json(raw)
             except ValueError:
                 continue
