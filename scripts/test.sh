@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Everything the tests need, then the tests: system packages (bubblewrap, Docker engine,
+# debootstrap, Chromium), the Python environment, a running Docker engine with the offline base
+# image, every bundled oracle proven honest, and the whole pytest suite. Nothing is skipped:
+# EVALRUN_CI=1 turns a missing engine into a failure.
+#
+#   bash scripts/test.sh [pytest args]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export EVALRUN_CI=${EVALRUN_CI:-1}
+export LITELLM_LOCAL_MODEL_COST_MAP=True OPIK_ANALYTICS_ENABLE=false
+
+need=()
+command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
+command -v dockerd >/dev/null 2>&1 || need+=(docker.io)
+command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v git >/dev/null 2>&1 || need+=(git)
+if [ "${#need[@]}" -gt 0 ]; then
+  echo "test: installing ${need[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+bash scripts/bootstrap.sh
+bash scripts/docker-engine.sh
+bash scripts/build-base-image.sh
+
+echo "test: proving every bundled oracle honest"
+.venv/bin/evalrun check
+echo "test: pytest"
+.venv/bin/python -m pytest -q -ra "$@"
