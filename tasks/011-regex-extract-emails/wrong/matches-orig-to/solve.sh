@@ -1,0 +1,2 @@
+mkdir -p reports
+python3 extract_bounces.py logs/mail.log reports/bounces.csv

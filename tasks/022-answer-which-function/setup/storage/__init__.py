@@ -1,0 +1,1 @@
+"""Object storage service: accounts, uploads, quotas and billing."""
