@@ -65,8 +65,16 @@ def cmd_check(args: list[str]) -> int:
     return 0
 
 
+def cmd_gate(args: list[str]) -> int:
+    """evalrun gate <run-dir> profile=<name> [baseline=<run-dir>]: gate a finished run."""
+    from evalrun.gate import gate_command
+
+    return gate_command(args, compose_config, _console())
+
+
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "check": cmd_check,
+    "gate": cmd_gate,
 }
 
 _exit_codes: list[int] = []

@@ -65,6 +65,7 @@ class ProfileConf:
     name: str = "none"
     floors: dict[str, float] = field(default_factory=dict)
     ceilings: dict[str, float] = field(default_factory=dict)
+    max_drop: dict[str, float] = field(default_factory=dict)  # vs baseline=<run-dir>
 
 
 # --- top level -------------------------------------------------------------------------------
@@ -95,6 +96,7 @@ class EvalConfig:
     timeouts: TimeoutsConf = field(default_factory=TimeoutsConf)
     keep_workspaces: bool = False
     dry_run: bool = False
+    baseline: str | None = None  # a finished run dir: profile max_drop bounds compare to it
 
 
 def register_configs() -> None:

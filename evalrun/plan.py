@@ -21,7 +21,7 @@ from evalrun.agents.base import Agent
 from evalrun.config import REPO_ROOT
 from evalrun.engine import Limits
 from evalrun.errors import UsageError
-from evalrun.gate import ThresholdProfile
+from evalrun.gate import ThresholdProfile, build_profile
 from evalrun.records import CellKey
 from evalrun.redact import redact
 from evalrun.sandbox.base import SandboxBackend
@@ -180,5 +180,5 @@ def build(cfg: DictConfig) -> RunPlan:
         backend=_instantiate(cfg.sandbox, "sandbox", keep_workspaces=cfg.keep_workspaces),
         agent=_instantiate(cfg.agent, "agent"),
         tracker=_instantiate(cfg.tracker, "tracker"),
-        profile=_instantiate(cfg.profile, "profile"),
+        profile=build_profile(cfg.profile, cfg.baseline),
     )

@@ -17,6 +17,7 @@ from rich.console import Console
 from evalrun.configdiff import NOT_RESULT_RELEVANT, diff
 from evalrun.engine import execute
 from evalrun.errors import UsageError
+from evalrun.gate import print_verdict
 from evalrun.metrics import Summary, summarize
 from evalrun.plan import RunPlan, build, cell_key
 from evalrun.progress import RunProgress
@@ -128,10 +129,7 @@ def run(cfg: DictConfig, console: Console | None = None, overrides: list[str] | 
             f"Resume with: {resume_command(plan.run_dir)}"
         )
         return EXIT_INTERRUPTED
-    breaches = plan.profile.check(summary)
-    for breach in breaches:
-        console.print(f"[red]threshold broken ({plan.profile.name}):[/] {breach}")
-    return 1 if breaches else 0
+    return print_verdict(plan.profile, summary, console)
 
 
 def summarize_run(plan: RunPlan, store: RunStore) -> Summary:

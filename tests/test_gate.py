@@ -1,0 +1,227 @@
+"""Threshold profiles: every kind of bound trips when broken and holds when not; the CLI exits 1
+on a broken gate, 0 otherwise, and `evalrun gate` re-gates a finished run without running it."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from evalrun.cli import compose_config
+from evalrun.errors import UsageError
+from evalrun.gate import Baseline, ThresholdProfile, build_profile, parse_metric, print_verdict
+from evalrun.metrics import Summary, summarize
+from evalrun.plan import build
+from evalrun.records import AgentResult, Outcome, Phases, SampleRecord, Usage
+from tests.conftest import REPO
+
+META = {
+    "t1": {"difficulty": "easy", "tags": ["python"]},
+    "t2": {"difficulty": "hard", "tags": ["python", "git"]},
+}
+
+
+def record(task: str, trial: int, outcome: str, *, agent_s: float = 1.0, cost: float | None = None):
+    return SampleRecord(
+        run_id="r",
+        task_id=task,
+        fingerprint="f",
+        trial=trial,
+        outcome=Outcome(outcome),
+        phases=Phases(setup=0.1, agent=agent_s, verify=0.1),
+        agent=AgentResult(usage=Usage(cost_usd=cost)),
+        started_at=0,
+        finished_at=1,
+    )
+
+
+def run_summary(outcomes: dict[str, list[str]], *, agent_s=1.0, cost=None) -> Summary:
+    """t1/t2 with the given outcome per trial."""
+    recs = [
+        record(task, i, o, agent_s=agent_s, cost=cost)
+        for task, outs in outcomes.items()
+        for i, o in enumerate(outs)
+    ]
+    trials = max(len(v) for v in outcomes.values())
+    return summarize(recs, META, run_id="r", trials=trials)
+
+
+GOOD = {"t1": ["pass", "pass"], "t2": ["pass", "pass"]}
+MIXED = {"t1": ["pass", "pass"], "t2": ["pass", "fail"]}  # pass@1 .75, pass^2 .5
+
+
+def breaches(summary: Summary, baseline: Summary | None = None, **sections) -> list[str]:
+    profile = ThresholdProfile("t", **sections)
+    if baseline is not None:
+        profile = profile.with_baseline(Baseline(Path("base"), baseline))
+    return [b.metric for b in profile.check(summary)]
+
+
+@pytest.mark.parametrize(
+    "metric, bound, tripped",
+    [
+        ("pass@1", 0.8, True),
+        ("pass@1", 0.75, False),
+        ("pass^2", 0.6, True),
+        ("pass^k", 0.5, False),  # k = the run's trials = 2
+        ("pass^k", 0.51, True),
+        ("pass@2", 1.0, False),
+        ("tag:git:pass@1", 0.6, True),
+        ("tag:python:pass@1", 0.75, False),
+        ("difficulty:easy:pass^2", 1.0, False),
+        ("difficulty:hard:pass^2", 0.1, True),
+        ("task:t2:pass@1", 0.5, False),
+        ("task:t2:pass@1", 0.51, True),
+    ],
+)
+def test_floors(metric, bound, tripped):
+    assert breaches(run_summary(MIXED), floors={metric: bound}) == ([metric] if tripped else [])
+
+
+def test_ceilings_on_error_rate_cost_and_latency():
+    errors = run_summary({"t1": ["pass", "error"], "t2": ["pass", "pass"]})
+    assert breaches(errors, ceilings={"error_rate": 0.2}) == ["error_rate"]  # 1 of 4
+    assert breaches(errors, ceilings={"error_rate": 0.25}) == []
+    priced = run_summary(MIXED, cost=0.3)  # 1.2 USD over 3 successes
+    assert breaches(priced, ceilings={"cost_per_success": 0.39}) == ["cost_per_success"]
+    assert breaches(priced, ceilings={"cost_per_success": 0.4}) == []
+    slow = run_summary(MIXED, agent_s=120.0)
+    assert breaches(slow, ceilings={"p95_agent_s": 119}) == ["p95_agent_s"]
+    assert breaches(slow, ceilings={"p95_agent_s": 120}) == []
+
+
+def test_undefined_breaks_a_floor_but_not_a_ceiling():
+    summary = run_summary(MIXED)  # 2 trials: pass@3 undefined; nothing priced
+    assert breaches(summary, floors={"pass@3": 0.1}) == ["pass@3"]
+    assert breaches(summary, ceilings={"cost_per_success": 0.01}) == []
+
+
+def test_a_tag_or_task_the_run_did_not_select_is_skipped_and_said_so():
+    profile = ThresholdProfile("t", floors={"tag:sqlite:pass@1": 0.9, "task:nope:pass@1": 1})
+    summary = run_summary(MIXED)
+    assert profile.check(summary) == []
+    checked, notes = profile.coverage(summary)
+    assert checked == 0
+    assert any("tag:sqlite:pass@1: skipped" in n and "'sqlite'" in n for n in notes)
+    assert any("task:nope:pass@1: skipped" in n for n in notes)
+
+
+def test_max_drop_against_a_baseline_both_ways():
+    base, now = run_summary(GOOD), run_summary(MIXED)  # pass@1 1.0 -> 0.75
+    assert breaches(now, base, max_drop={"pass@1": 0.2}) == ["pass@1"]
+    assert breaches(now, base, max_drop={"pass@1": 0.25}) == []
+    assert breaches(now, base, max_drop={"tag:git:pass@1": 0.4}) == ["tag:git:pass@1"]
+    # improving is never a drop
+    assert breaches(base, now, max_drop={"pass@1": 0.0}) == []
+    # lower-is-better metrics worsen upwards
+    cheap, dear = run_summary(GOOD, cost=0.1), run_summary(GOOD, cost=0.3)
+    assert breaches(dear, cheap, max_drop={"cost_per_success": 0.19}) == ["cost_per_success"]
+    assert breaches(dear, cheap, max_drop={"cost_per_success": 0.2}) == []
+    assert breaches(cheap, dear, max_drop={"cost_per_success": 0.0}) == []
+    fast, slow = run_summary(GOOD, agent_s=10), run_summary(GOOD, agent_s=40)
+    assert breaches(slow, fast, max_drop={"p95_agent_s": 29}) == ["p95_agent_s"]
+    assert breaches(slow, fast, max_drop={"p95_agent_s": 30}) == []
+    errs = run_summary({"t1": ["error", "pass"], "t2": ["pass", "pass"]})
+    assert breaches(errs, base, max_drop={"error_rate": 0.2}) == ["error_rate"]
+    assert breaches(errs, base, max_drop={"error_rate": 0.25}) == []
+
+
+def test_max_drop_without_baseline_is_not_checked_and_said_so():
+    profile = ThresholdProfile("t", max_drop={"pass@1": 0.0})
+    summary = run_summary(MIXED)
+    assert profile.check(summary) == []
+    assert profile.coverage(summary) == (
+        0,
+        ["max_drop.pass@1: not checked, no baseline=<run-dir> given"],
+    )
+
+
+def test_breach_line_names_metric_value_bound_and_baseline():
+    base = Baseline(Path("base"), run_summary(GOOD))
+    profile = ThresholdProfile("reg", floors={"pass@1": 0.9}, max_drop={"pass@1": 0.1})
+    out = io.StringIO()
+    code = print_verdict(profile.with_baseline(base), run_summary(MIXED), Console(file=out))
+    lines = [line for line in out.getvalue().splitlines() if "threshold broken" in line]
+    assert code == 1
+    assert lines == [
+        "threshold broken (reg): pass@1 = 0.75, expected >= 0.9 (baseline 1)",
+        "threshold broken (reg): pass@1 = 0.75, baseline 1: worse by 0.25, allowed drop 0.1",
+    ]
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["pass@0", "pass@", "pass@x", "tag:python:error_rate", "latency", "task::pass@1", "p95_agent"],
+)
+def test_unknown_metric_names_are_rejected(name):
+    with pytest.raises(ValueError):
+        parse_metric(name)
+
+
+def test_unknown_metric_in_a_profile_is_a_usage_error_at_plan_time_naming_the_key(make_task):
+    suite = make_task().parent
+    cfg = compose_config(
+        [f"tasks_dir={suite}", "profile=regression", "+profile.ceilings.p99_agent_s=3"]
+    )
+    with pytest.raises(UsageError, match=r"ceilings\.p99_agent_s: unknown metric 'p99_agent_s'"):
+        build(cfg)
+
+
+def test_regression_profile_composes_with_every_section():
+    profile = build_profile(compose_config(["profile=regression"]).profile, None)
+    assert profile.name == "regression"
+    assert {"pass@1", "pass^k", "tag:probe:pass@1"} <= set(profile.floors)
+    assert {"error_rate", "cost_per_success", "p95_agent_s"} <= set(profile.ceilings)
+    assert {"pass@1", "p95_agent_s"} <= set(profile.max_drop)
+
+
+def test_missing_baseline_is_a_usage_error(make_task, tmp_path):
+    cfg = compose_config(
+        [f"tasks_dir={make_task().parent}", "profile=regression", f"baseline={tmp_path}"]
+    )
+    with pytest.raises(UsageError, match=r"baseline: .*summary.json not found"):
+        build(cfg)
+
+
+def evalrun(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "evalrun.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, "COLUMNS": "200"},
+        timeout=300,
+    )
+
+
+def test_cli_exit_codes_and_gating_a_finished_run(make_task, tmp_path):
+    make_task("001-answer", spec={"tags": ["python"]})
+    suite = make_task("002-other", spec={"tags": ["git"]}).parent
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    run = evalrun(f"tasks_dir={suite}", f"run_dir={good}", "profile=regression")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "all 7 checked thresholds hold" in run.stdout
+    run = evalrun(f"tasks_dir={suite}", f"run_dir={bad}", "agent=noop", "profile=regression")
+    assert run.returncode == 1
+    broken = [line for line in run.stdout.splitlines() if "threshold broken" in line]
+    assert "threshold broken (regression): pass@1 = 0, expected >= 0.6 (no baseline)" in broken
+    assert any(
+        line.startswith("threshold broken (regression): tag:git:pass@1 = 0") for line in broken
+    )
+
+    samples_before = (bad / "samples.jsonl").read_text()
+    gated = evalrun("gate", str(bad), "profile=regression", f"baseline={good}")
+    assert gated.returncode == 1, gated.stderr
+    assert "pass@1 = 0, baseline 1: worse by 1, allowed drop 0.05" in gated.stdout
+    assert (bad / "samples.jsonl").read_text() == samples_before  # nothing re-ran
+    assert json.loads((bad / "summary.json").read_text())["samples"] == 2
+
+    assert evalrun("gate", str(good), "profile=regression", f"baseline={good}").returncode == 0
+    missing = evalrun("gate", str(tmp_path / "nowhere"), "profile=regression")
+    assert missing.returncode == 2 and "summary.json not found" in missing.stderr
