@@ -65,6 +65,13 @@ def cmd_check(args: list[str]) -> int:
     return 0
 
 
+def cmd_diff(args: list[str]) -> int:
+    """evalrun diff <run-a> <run-b> [--json] [--html PATH]: config, task-set and metric deltas."""
+    from evalrun.diff import diff_command
+
+    return diff_command(args, _console())
+
+
 def cmd_gate(args: list[str]) -> int:
     """evalrun gate <run-dir> profile=<name> [baseline=<run-dir>]: gate a finished run."""
     from evalrun.gate import gate_command
@@ -75,6 +82,7 @@ def cmd_gate(args: list[str]) -> int:
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "check": cmd_check,
     "gate": cmd_gate,
+    "diff": cmd_diff,
 }
 
 _exit_codes: list[int] = []
