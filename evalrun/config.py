@@ -31,6 +31,14 @@ class LocalSandboxConf(SandboxConf):
     _target_: str = "evalrun.sandbox.local.LocalBackend"
 
 
+@dataclass
+class BwrapSandboxConf(SandboxConf):
+    _target_: str = "evalrun.sandbox.bwrap.BwrapBackend"
+    memory_mb: int | None = 8192  # RLIMIT_AS per process; null: no limit
+    max_processes: int | None = 512  # RLIMIT_NPROC for the sample; null: no limit
+    extra_ro_paths: list[str] = field(default_factory=list)  # more host paths, read-only
+
+
 # --- agent -----------------------------------------------------------------------------------
 @dataclass
 class AgentConf:
@@ -105,6 +113,7 @@ def register_configs() -> None:
     cs.store(name="evalrun_schema", node=EvalConfig)
     for group, name, node in (
         ("sandbox", "local_schema", LocalSandboxConf),
+        ("sandbox", "bwrap_schema", BwrapSandboxConf),
         ("agent", "oracle_schema", OracleAgentConf),
         ("agent", "noop_schema", NoopAgentConf),
         ("tracker", "local_schema", LocalTrackerConf),

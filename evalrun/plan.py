@@ -162,7 +162,7 @@ def build(cfg: DictConfig) -> RunPlan:
     resolved = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(resolved, dict)
     run_dir = Path(cfg.run_dir)
-    return RunPlan(
+    plan = RunPlan(
         run_id=run_dir.name,
         run_dir=run_dir,
         tasks_dir=tasks_dir,
@@ -181,4 +181,26 @@ def build(cfg: DictConfig) -> RunPlan:
         agent=_instantiate(cfg.agent, "agent"),
         tracker=_instantiate(cfg.tracker, "tracker"),
         profile=build_profile(cfg.profile, cfg.baseline),
+    )
+    warn_if_not_isolated(plan.backend, plan.agent)
+    return plan
+
+
+TRUSTED_AGENTS = frozenset({"oracle", "noop"})
+_warned_not_isolated = False
+
+
+def warn_if_not_isolated(backend: SandboxBackend, agent: Agent) -> None:
+    """Once per process, on stderr: an agent we did not write runs with the whole host in reach."""
+    global _warned_not_isolated
+    if backend.isolated or agent.name in TRUSTED_AGENTS or _warned_not_isolated:
+        return
+    _warned_not_isolated = True
+    from rich.console import Console
+
+    Console(stderr=True).print(
+        f"[yellow]warning:[/] sandbox={backend.name} isolates nothing: agent {agent.name!r} can "
+        "read and write the whole host, including the tasks' hidden verify/ and solution/ "
+        "folders and your home. Use sandbox=bwrap or sandbox=docker for agents you do not trust.",
+        highlight=False,
     )

@@ -21,6 +21,23 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
+async def _exited(proc: asyncio.subprocess.Process) -> int:
+    """Wait for the process itself to exit.
+
+    On Python 3.11 `proc.wait()` also waits until every holder of the stdout/stderr pipes has
+    closed them, so a detached grandchild (`setsid daemon &`) would make it hang for as long as
+    that grandchild lives; the return code is set on exit alone, so poll it alongside.
+    """
+    waiter = asyncio.ensure_future(proc.wait())
+    try:
+        while proc.returncode is None:
+            await asyncio.wait({waiter}, timeout=0.05)
+    finally:
+        waiter.cancel()
+    assert proc.returncode is not None
+    return proc.returncode
+
+
 async def run_process(
     argv: Sequence[str],
     *,
@@ -57,12 +74,12 @@ async def run_process(
                 await proc.stdin.drain()
             proc.stdin.close()
         try:
-            await asyncio.wait_for(proc.wait(), timeout_s)
+            await asyncio.wait_for(_exited(proc), timeout_s)
         except TimeoutError:
             timed_out = True
         _kill_group(proc.pid)
         if timed_out:
-            await proc.wait()
+            await _exited(proc)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(readers), _PIPE_GRACE_S)
     finally:
@@ -73,7 +90,11 @@ async def run_process(
         if proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
-            await proc.wait()
+            await _exited(proc)
+        # Our ends of the pipes: a detached grandchild may still hold theirs open.
+        transport = getattr(proc, "_transport", None)
+        if transport is not None:
+            transport.close()
     return ExecResult(
         exit_code=None if timed_out else proc.returncode,
         stdout=out.text(),
