@@ -123,7 +123,9 @@ def _hydra_main() -> int:
         if exc.code == 1 and not _job_started:
             return 2
         raise
-    return max(_exit_codes, default=0)
+    from evalrun.sweep import gate_exit_code  # a multirun's gates, jobs run elsewhere included
+
+    return max([*_exit_codes, gate_exit_code()])
 
 
 def expand_resume(args: list[str]) -> list[str]:
@@ -170,4 +172,8 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # Run the importable module's main, not this __main__ copy: joblib workers must be able to
+    # import the Hydra task function by name (`python -m evalrun.cli -m hydra/launcher=joblib`).
+    from evalrun.cli import main as importable_main
+
+    importable_main()

@@ -252,23 +252,33 @@ class ThresholdProfile:
         return Breach(key, value, bound, "max_drop", baseline) if worse > bound + 1e-12 else None
 
     def coverage(self, summary: Summary) -> tuple[int, list[str]]:
-        """How many thresholds were checked, and a note for each one that was not (and why)."""
-        checked, notes = 0, []
+        """How many thresholds were checked, and one note per reason some were not."""
+        checked = 0
+        absent: list[str] = []
+        no_baseline: list[str] = []
+        undefined: list[str] = []
         for section in SECTIONS:
             for key in getattr(self, section):
                 try:
                     metric_value(summary, self._refs[key])
-                except NotApplicable as exc:
-                    notes.append(f"{section}.{key}: skipped, {exc}")
+                except NotApplicable:
+                    absent.append(f"{section}.{key}")
                     continue
                 if section != "max_drop":
                     checked += 1
                 elif self.baseline is None:
-                    notes.append(f"max_drop.{key}: not checked, no baseline=<run-dir> given")
+                    no_baseline.append(key)
                 elif self._baseline_value(key) is None:
-                    notes.append(f"max_drop.{key}: not checked, undefined in the baseline")
+                    undefined.append(key)
                 else:
                     checked += 1
+        notes = []
+        if absent:
+            notes.append(f"skipped, tag/difficulty/task not in this run: {', '.join(absent)}")
+        if no_baseline:
+            notes.append(f"max_drop not checked, no baseline=<run-dir>: {', '.join(no_baseline)}")
+        if undefined:
+            notes.append(f"max_drop not checked, undefined in the baseline: {', '.join(undefined)}")
         return checked, notes
 
 

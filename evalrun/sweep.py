@@ -1,0 +1,252 @@
+"""The sweep summary: after `evalrun -m ...`, line the jobs up side by side at the multirun root.
+
+`SweepSummary` is a Hydra callback (`hydra.callbacks.sweep_summary` in conf/config.yaml); Hydra
+calls `on_multirun_end` in the launching process once every job has returned - with the basic
+launcher and with `hydra/launcher=joblib` (jobs in parallel worker processes) alike. It reads
+each job's run directory (`<sweep dir>/<job number>/`), writes `<sweep dir>/sweep.json` and
+prints a table:
+
+- the swept values: the `key=value` overrides (from each job's overrides.yaml) that differ
+  between jobs;
+- each job's metrics from its summary.json (pass@1, pass@k, pass^k, errors, cost, p95 latency),
+  and its gate: the job's own threshold profile (from its resolved config.yaml) re-checked here,
+  so a broken gate fails the multirun even when jobs ran in other processes;
+- judge agreement, when samples carry judge scores (`SampleRecord.scores[<judge>]`, the keys that
+  also have a `judge_reasons` entry): a score >= 0.5 counts as judge-pass; agreement with the
+  oracle is the fraction of a job's scored samples where judge-pass equals the oracle's pass;
+  agreement between two judges (the same criterion scored in two jobs, e.g. under
+  `-m judge=a,b`) is the fraction of cells (task, fingerprint, trial) both scored where they agree.
+  With a deterministic agent (`agent=oracle`) the two jobs judged the same work; with a model
+  agent each job judged its own attempt at the cell, so cross-job agreement mixes judge
+  disagreement with agent variance - it is labelled per cell, not per identical sample.
+
+A job without summary.json (it failed or was interrupted) is listed with its overrides and no
+metrics. Nothing here imports a heavy SDK: Hydra instantiates this callback on every run.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig, OmegaConf
+
+from evalrun.errors import UsageError
+from evalrun.gate import build_profile, read_summary
+from evalrun.metrics import Summary
+from evalrun.records import Outcome, SampleRecord
+from evalrun.store import CONFIG_FILE, SUMMARY_FILE, RunStore
+
+SWEEP_FILE = "sweep.json"
+JUDGE_PASS = 0.5
+
+_gate_exit_codes: list[int] = []
+
+
+def gate_exit_code() -> int:
+    """The worst gate exit code of the sweeps summarised in this process (0 when none broke)."""
+    return max(_gate_exit_codes, default=0)
+
+
+@dataclass
+class Job:
+    """One job of the sweep, as read from its run directory."""
+
+    num: int
+    run_dir: Path
+    overrides: dict[str, str]
+    summary: Summary | None
+    records: list[SampleRecord] = field(default_factory=list)
+    gate: dict[str, Any] = field(default_factory=dict)
+
+
+def _override_pairs(overrides: list[str]) -> dict[str, str]:
+    pairs = {}
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if sep:
+            pairs[key.lstrip("+~")] = value
+    return pairs
+
+
+def _gate(run_dir: Path, summary: Summary) -> dict[str, Any]:
+    """Re-check the job's own profile (as resolved in its config.yaml) on its summary."""
+    import yaml
+
+    config = yaml.safe_load((run_dir / CONFIG_FILE).read_text(encoding="utf-8")) or {}
+    profile_cfg = config.get("profile")
+    if not isinstance(profile_cfg, dict):
+        return {}
+    try:
+        profile = build_profile(OmegaConf.create(profile_cfg), config.get("baseline"))
+    except UsageError as exc:
+        return {"profile": profile_cfg.get("name"), "error": str(exc), "exit_code": 2}
+    breaches = [str(b) for b in profile.check(summary)]
+    return {"profile": profile.name, "breaches": breaches, "exit_code": 1 if breaches else 0}
+
+
+def load_jobs(sweep_dir: Path) -> list[Job]:
+    """Every numbered job folder under `sweep_dir` that holds a run (has config.yaml)."""
+    jobs = []
+    folders = [p for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit()]
+    for folder in sorted(folders, key=lambda p: int(p.name)):
+        if not (folder / CONFIG_FILE).is_file():
+            continue
+        store = RunStore(folder)
+        summary = read_summary(folder, "sweep") if (folder / SUMMARY_FILE).is_file() else None
+        job = Job(int(folder.name), folder, _override_pairs(store.read_overrides()), summary)
+        if summary is not None:
+            job.records = store.records()
+            job.gate = _gate(folder, summary)
+        jobs.append(job)
+    return jobs
+
+
+def swept_keys(jobs: list[Job]) -> list[str]:
+    """Override keys whose value is not the same in every job (in first-seen order)."""
+    keys = list(dict.fromkeys(k for job in jobs for k in job.overrides))
+    return [k for k in keys if len({job.overrides.get(k) for job in jobs}) > 1]
+
+
+def job_metrics(summary: Summary) -> dict[str, float | int | None]:
+    k = max(summary.ks, default=1)
+    agent = summary.latency.get("agent")
+    return {
+        "samples": summary.samples,
+        "pass@1": summary.overall.pass_at.get(1),
+        f"pass@{k}": summary.overall.pass_at.get(k),
+        f"pass^{k}": summary.overall.pass_hat.get(k),
+        "errors": summary.errors,
+        "cost_usd": summary.cost.total_usd,
+        "p95_agent_s": agent.p95 if agent else None,
+    }
+
+
+def _judge_names(records: list[SampleRecord]) -> list[str]:
+    names = {n for r in records for n in getattr(r, "judge_reasons", {}) if n in r.scores}
+    return sorted(names)
+
+
+def judge_agreement(jobs: list[Job], labels: dict[int, str]) -> dict[str, Any]:
+    """Agreement of each judge with the oracle, and between judges (see the module docstring)."""
+    verdicts: dict[str, dict[tuple[str, str, int], bool]] = {}
+    with_oracle: dict[str, dict[str, float | int]] = {}
+    for job in jobs:
+        for name in _judge_names(job.records):
+            label = f"{labels[job.num]}:{name}" if labels[job.num] else name
+            cells, agree = {}, 0
+            for rec in job.records:
+                score = rec.scores.get(name)
+                if score is None or rec.outcome is Outcome.error:
+                    continue
+                judged = score >= JUDGE_PASS
+                cells[(rec.task_id, rec.fingerprint, rec.trial)] = judged
+                agree += judged == (rec.outcome is Outcome.passed)
+            verdicts[label] = cells
+            if cells:
+                with_oracle[label] = {"samples": len(cells), "agreement": agree / len(cells)}
+    between = []
+    for (a, va), (b, vb) in combinations(verdicts.items(), 2):
+        if a.rsplit(":", 1)[-1] != b.rsplit(":", 1)[-1]:
+            continue  # different criteria are not two judges of one question
+        shared = set(va) & set(vb)
+        if shared:
+            same = sum(va[c] == vb[c] for c in shared)
+            between.append({"a": a, "b": b, "cells": len(shared), "agreement": same / len(shared)})
+    return {"judge_pass_at": JUDGE_PASS, "with_oracle": with_oracle, "between_judges": between}
+
+
+def summarize_sweep(sweep_dir: Path) -> dict[str, Any]:
+    """The sweep summary as a JSON-ready dict (written as sweep.json)."""
+    jobs = load_jobs(Path(sweep_dir))
+    keys = swept_keys(jobs)
+    labels = {j.num: ",".join(f"{k}={j.overrides.get(k, '')}" for k in keys) for j in jobs}
+    return {
+        "sweep_dir": str(sweep_dir),
+        "swept": keys,
+        "jobs": [
+            {
+                "job": job.num,
+                "run_dir": str(job.run_dir),
+                "swept": {k: job.overrides.get(k) for k in keys},
+                "overrides": job.overrides,
+                "finished": job.summary is not None,
+                "metrics": job_metrics(job.summary) if job.summary else None,
+                "gate": job.gate or None,
+            }
+            for job in jobs
+        ],
+        "judges": judge_agreement(jobs, labels),
+    }
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def render(sweep: dict[str, Any], console) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"Sweep {sweep['sweep_dir']}", header_style="bold")
+    metric_names = list(dict.fromkeys(m for job in sweep["jobs"] for m in (job["metrics"] or {})))
+    for column in ["job", *sweep["swept"], *metric_names, "gate"]:
+        table.add_column(column)
+    for job in sweep["jobs"]:
+        metrics = job["metrics"] or {}
+        gate = job["gate"] or {}
+        if not job["finished"]:
+            verdict = "[yellow]unfinished[/]"
+        elif gate.get("exit_code"):
+            verdict = f"[red]broken ({len(gate.get('breaches', []))})[/]"
+        else:
+            verdict = f"ok ({gate.get('profile', 'none')})"
+        table.add_row(
+            str(job["job"]),
+            *[_fmt(job["swept"].get(k)) for k in sweep["swept"]],
+            *[_fmt(metrics.get(m)) for m in metric_names],
+            verdict,
+        )
+    console.print(table)
+    judges = sweep["judges"]
+    if not judges["with_oracle"]:
+        console.print("judges: no judge scores in these jobs", highlight=False)
+        return
+    table = Table(title=f"Judge agreement (judge-pass: score >= {JUDGE_PASS})")
+    for column in ("judge", "vs", "samples", "agreement"):
+        table.add_column(column)
+    for label, entry in judges["with_oracle"].items():
+        table.add_row(label, "oracle", str(entry["samples"]), _fmt(entry["agreement"]))
+    for pair in judges["between_judges"]:
+        table.add_row(pair["a"], pair["b"], str(pair["cells"]), _fmt(pair["agreement"]))
+    console.print(table)
+
+
+def write_sweep_summary(sweep_dir: Path, console) -> dict[str, Any]:
+    """Summarise, write sweep.json, print the tables; remember the worst gate exit code."""
+    sweep = summarize_sweep(sweep_dir)
+    (Path(sweep_dir) / SWEEP_FILE).write_text(json.dumps(sweep, indent=2, default=str) + "\n")
+    render(sweep, console)
+    console.print(f"sweep summary: {Path(sweep_dir) / SWEEP_FILE}", highlight=False)
+    codes = [(job["gate"] or {}).get("exit_code", 0) for job in sweep["jobs"]]
+    _gate_exit_codes.append(max(codes, default=0))
+    return sweep
+
+
+class SweepSummary(Callback):
+    """Hydra callback: write the sweep summary when a multirun ends (see the module docstring)."""
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        from rich.console import Console
+
+        sweep_dir = Path(str(config.hydra.sweep.dir))
+        if sweep_dir.is_dir():
+            console = Console()
+            if not console.is_terminal:
+                console = Console(width=max(console.width, 140))
+            write_sweep_summary(sweep_dir, console)

@@ -1,0 +1,112 @@
+"""Sweeps: a real two-job multirun leaves a sweep summary (sweep.json + table) at its root, with
+the basic launcher and with joblib; judge agreement is computed from judge scores when present."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+import yaml
+from rich.console import Console
+
+from evalrun.metrics import summarize
+from evalrun.records import Outcome, SampleRecord
+from evalrun.store import SUMMARY_FILE, RunStore
+from evalrun.sweep import SWEEP_FILE, render, summarize_sweep
+from tests.test_gate import evalrun
+
+
+def test_two_job_multirun_writes_a_sweep_summary(make_task, tmp_path):
+    make_task("001-answer")
+    suite = make_task("002-more", spec={"tags": ["more"]}).parent
+    sweep_dir = tmp_path / "sweep"
+    proc = evalrun(
+        "-m", "agent=oracle,noop", f"tasks_dir={suite}", "trials=2", f"hydra.sweep.dir={sweep_dir}"
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    sweep = json.loads((sweep_dir / SWEEP_FILE).read_text())
+    assert sweep["swept"] == ["agent"]
+    jobs = sweep["jobs"]
+    assert [j["swept"] for j in jobs] == [{"agent": "oracle"}, {"agent": "noop"}]
+    assert [j["metrics"]["pass@1"] for j in jobs] == [1.0, 0.0]
+    assert [j["metrics"]["pass^2"] for j in jobs] == [1.0, 0.0]
+    assert [j["metrics"]["samples"] for j in jobs] == [4, 4]
+    assert jobs[0]["overrides"]["tasks_dir"] == str(suite)  # common overrides kept, not swept
+    assert sweep["judges"]["with_oracle"] == {}
+    table = proc.stdout[proc.stdout.index("Sweep ") :]
+    assert "oracle" in table and "noop" in table and "1.000" in table and "0.000" in table
+    assert "judges: no judge scores in these jobs" in proc.stdout
+    assert f"sweep summary: {sweep_dir / SWEEP_FILE}" in proc.stdout
+
+
+def test_joblib_launcher_runs_jobs_in_parallel_processes_and_a_broken_gate_fails(
+    make_task, tmp_path
+):
+    suite = make_task().parent
+    sweep_dir = tmp_path / "sweep"
+    proc = evalrun(
+        "-m",
+        "agent=oracle,noop",
+        f"tasks_dir={suite}",
+        "profile=regression",
+        "hydra/launcher=joblib",
+        "hydra.launcher.n_jobs=2",
+        f"hydra.sweep.dir={sweep_dir}",
+    )
+    # the noop job breaks the regression floors in a worker process; the multirun still exits 1
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    jobs = json.loads((sweep_dir / SWEEP_FILE).read_text())["jobs"]
+    assert [j["gate"]["exit_code"] for j in jobs] == [0, 1]
+    assert "pass@1 = 0, expected >= 0.6 (no baseline)" in jobs[1]["gate"]["breaches"]
+    assert {p.name for p in sweep_dir.iterdir() if p.is_dir()} >= {"0", "1"}
+
+
+def fake_job(root, num, overrides, outcomes_scores):
+    """A finished job folder: samples with oracle outcomes and judge scores."""
+    run_dir = root / str(num)
+    store = RunStore(run_dir)
+    store.create()
+    store.write_config({"profile": {"_target_": "evalrun.gate.ThresholdProfile", "name": "none"}})
+    store.write_overrides(overrides)
+    records = []
+    for trial, (outcome, scores) in enumerate(outcomes_scores):
+        rec = SampleRecord(
+            run_id=str(num),
+            task_id="t1",
+            fingerprint="f",
+            trial=trial,
+            outcome=Outcome(outcome),
+            started_at=0,
+            finished_at=1,
+            scores=scores,
+            judge_reasons={name: "because" for name in scores if name != "reward"},
+        )
+        store.append(rec)
+        records.append(rec)
+    store.close()
+    summary = summarize(records, {"t1": {"difficulty": "easy", "tags": []}}, run_id="x", trials=4)
+    store.write_json(SUMMARY_FILE, summary.model_dump(mode="json"))
+
+
+def test_an_unfinished_job_is_listed_without_metrics(tmp_path):
+    fake_job(tmp_path, 0, ["agent=oracle"], [("pass", {})])
+    fake_job(tmp_path, 1, ["agent=noop"], [("fail", {})])
+    (tmp_path / "1" / SUMMARY_FILE).unlink()
+    sweep = summarize_sweep(tmp_path)
+    assert [j["finished"] for j in sweep["jobs"]] == [True, False]
+    assert sweep["jobs"][1]["metrics"] is None
+    out = io.StringIO()
+    render(sweep, Console(file=out, width=200))
+    assert "unfinished" in out.getvalue()
+
+
+@pytest.mark.parametrize("name", ["none", "regression"])
+def test_config_yaml_of_a_job_round_trips_into_its_gate(tmp_path, name):
+    fake_job(tmp_path, 0, ["x=1"], [("fail", {})])
+    config = {"profile": {"_target_": "evalrun.gate.ThresholdProfile", "name": name}}
+    if name == "regression":
+        config["profile"]["floors"] = {"pass@1": 0.5}
+    (tmp_path / "0" / "config.yaml").write_text(yaml.safe_dump(config))
+    gate = summarize_sweep(tmp_path)["jobs"][0]["gate"]
+    assert gate["exit_code"] == (1 if name == "regression" else 0)
