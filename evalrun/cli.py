@@ -65,6 +65,27 @@ def cmd_check(args: list[str]) -> int:
     return 0
 
 
+def cmd_ls(args: list[str]) -> int:
+    """evalrun ls [runs_dir]: runs, newest first (when, agent, sandbox, pass@1, cost)."""
+    from evalrun.report.commands import ls
+
+    return ls(args, _console())
+
+
+def cmd_show(args: list[str]) -> int:
+    """evalrun show <run-dir>: print a finished run's terminal report again."""
+    from evalrun.report.commands import show
+
+    return show(args, _console())
+
+
+def cmd_report(args: list[str]) -> int:
+    """evalrun report <run-dir>: write report.html and junit.xml again."""
+    from evalrun.report.commands import report
+
+    return report(args, _console())
+
+
 def cmd_diff(args: list[str]) -> int:
     """evalrun diff <run-a> <run-b> [--json] [--html PATH]: config, task-set and metric deltas."""
     from evalrun.diff import diff_command
@@ -81,6 +102,9 @@ def cmd_gate(args: list[str]) -> int:
 
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "check": cmd_check,
+    "ls": cmd_ls,
+    "show": cmd_show,
+    "report": cmd_report,
     "gate": cmd_gate,
     "diff": cmd_diff,
 }
@@ -103,6 +127,11 @@ def _run_job(cfg) -> None:
     overrides = [o for o in hydra_cfg.overrides.task if not o.startswith("run_dir=")]
     try:
         _exit_codes.append(run(cfg, _console(), overrides=redact_overrides(overrides)))
+        if hydra_cfg.mode is not None and hydra_cfg.mode.name == "MULTIRUN":
+            from evalrun.report.sweep_html import render_sweep_html
+
+            page = render_sweep_html(Path(hydra_cfg.sweep.dir))
+            _console().print(f"sweep report: {page}", highlight=False, soft_wrap=True)
     except UsageError as exc:
         _err.print(f"[red]error:[/] {exc}", highlight=False)
         sys.exit(exc.exit_code)

@@ -22,6 +22,7 @@ from evalrun.metrics import Summary, summarize
 from evalrun.plan import RunPlan, build, cell_key
 from evalrun.progress import RunProgress
 from evalrun.records import SampleRecord
+from evalrun.report.files import write_reports
 from evalrun.report.terminal import render
 from evalrun.store import CONFIG_FILE, PLAN_FILE, SUMMARY_FILE, RunStore
 
@@ -121,8 +122,10 @@ def run(cfg: DictConfig, console: Console | None = None, overrides: list[str] | 
             store.close()
 
     summary = summarize_run(plan, store)
+    report_files = write_reports(plan.run_dir)  # report.html, junit.xml
     plan.tracker.finish(summary)
     render(summary, plan.run_dir, console)
+    console.print(f"report: {report_files[0]}", highlight=False, soft_wrap=True)
     if interrupted:
         console.print(
             f"[yellow]interrupted after {summary.samples} of {len(plan.cells)} samples.[/] "

@@ -1,0 +1,29 @@
+"""The report files of a run directory, written together: report.html and junit.xml.
+
+The runner calls `write_reports` right after summary.json; `evalrun report <dir>` calls it again
+(for a multirun folder: every job, then the sweep page). Both read only the run's files.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evalrun.report.html import render_sweep_html, write_html
+from evalrun.report.junit import write_junit
+from evalrun.report.rundata import is_run_dir, load_run, require_run_dir, sweep_jobs
+
+
+def write_reports(run_dir: Path) -> list[Path]:
+    """Write report.html and junit.xml into `run_dir`; return their paths."""
+    run = load_run(Path(run_dir))
+    return [write_html(run), write_junit(run)]
+
+
+def rerender(path: Path) -> list[Path]:
+    """`evalrun report`: a run directory gets its two files; a multirun folder gets them for
+    every job plus its sweep report.html. `UsageError` when `path` is neither."""
+    path = Path(path)
+    if not is_run_dir(path) and sweep_jobs(path):
+        written = [p for job in sweep_jobs(path) for p in write_reports(job)]
+        return [*written, render_sweep_html(path)]
+    return write_reports(require_run_dir(path))

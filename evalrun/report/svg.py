@@ -1,0 +1,195 @@
+"""Plots as inline SVG strings, drawn in Python so a report opens with no script library and no
+network. Three shapes cover the reports: a line chart (pass@k against k), a box plot with every
+sample as a dot (latency of one phase), and horizontal bars (cost per task, pass@1 per job).
+
+Every label passes through `html.escape`; hovering a mark shows its exact value (SVG `<title>`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from html import escape
+
+from evalrun.metrics import percentile
+
+OUTCOME_COLORS = {"pass": "#2e9e5b", "fail": "#d64545", "error": "#b08900"}
+PALETTE = ("#3b6fd8", "#e08a1e", "#2e9e5b", "#a24bc4", "#d64545", "#1f9fb5", "#7a7a7a")
+_FONT = 'font-family="system-ui, sans-serif" font-size="11"'
+
+
+def nice_ticks(hi: float, count: int = 5) -> list[float]:
+    """Round tick values from 0 to at least `hi` (steps of 1, 2 or 5 times a power of ten)."""
+    if hi <= 0 or not math.isfinite(hi):
+        return [0.0, 1.0]
+    raw = hi / count
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    ticks = [0.0]
+    while ticks[-1] < hi - 1e-12:
+        ticks.append(round(ticks[-1] + step, 12))
+    return ticks
+
+
+def short_number(value: float) -> str:
+    if value == 0:
+        return "0"
+    if abs(value) >= 100:
+        return f"{value:.0f}"
+    if abs(value) >= 1:
+        return f"{value:.3g}"
+    return f"{value:.2g}"
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _open(width: int, height: int, label: str) -> str:
+    return (
+        f'<svg class="plot" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
+        f'width="{width}" height="{height}" role="img" aria-label="{escape(label)}" {_FONT}>'
+        f'<text x="{width / 2:.0f}" y="14" text-anchor="middle" font-size="13" '
+        f'font-weight="600">{escape(label)}</text>'
+    )
+
+
+@dataclass(frozen=True)
+class Series:
+    label: str
+    points: Sequence[tuple[float, float | None]]  # (x, y); y None leaves a gap
+    color: str
+    dashed: bool = False
+    thin: bool = False  # secondary lines (per group) under the headline ones
+
+
+def line_chart(
+    series: Sequence[Series], *, title: str, xs: Sequence[int], x_label: str, y_max: float = 1.0
+) -> str:
+    """Lines over integer x values (e.g. k = 1..trials), y from 0 to `y_max`."""
+    width, height, left, right, top, bottom = 500, 250, 44, 150, 26, 36
+    plot_w, plot_h = width - left - right, height - top - bottom
+    lo, hi = min(xs, default=1), max(xs, default=1)
+
+    def px(x: float) -> float:
+        return left + (plot_w / 2 if hi == lo else (x - lo) / (hi - lo) * plot_w)
+
+    def py(y: float) -> float:
+        return top + plot_h - y / y_max * plot_h
+
+    out = [_open(width, height, title)]
+    for tick in nice_ticks(y_max, 4):
+        y = py(tick)
+        out.append(
+            f'<line x1="{left}" x2="{left + plot_w}" y1="{y:.1f}" y2="{y:.1f}" stroke="#e3e3e3"/>'
+            f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{short_number(tick)}</text>'
+        )
+    for x in xs:
+        out.append(f'<text x="{px(x):.1f}" y="{top + plot_h + 16}" text-anchor="middle">{x}</text>')
+    out.append(
+        f'<text x="{left + plot_w / 2:.0f}" y="{height - 4}" text-anchor="middle">'
+        f"{escape(x_label)}</text>"
+    )
+    for i, s in enumerate(series):
+        points = [(px(x), py(y), x, y) for x, y in s.points if y is not None]
+        dash = ' stroke-dasharray="5 4"' if s.dashed else ""
+        dash = ' stroke-dasharray="2 3"' if s.thin and s.dashed else dash
+        stroke = 1.2 if s.thin else 2.2
+        if len(points) > 1:
+            path = " ".join(f"{a:.1f},{b:.1f}" for a, b, _, _ in points)
+            out.append(
+                f'<polyline points="{path}" fill="none" stroke="{s.color}" '
+                f'stroke-width="{stroke}"{dash}/>'
+            )
+        for a, b, x, y in points:
+            out.append(
+                f'<circle cx="{a:.1f}" cy="{b:.1f}" r="{2.5 if s.thin else 3.5}" fill="{s.color}">'
+                f"<title>{escape(s.label)} at k={x:g}: {y:.3f}</title></circle>"
+            )
+        ly = top + 8 + i * 18
+        out.append(
+            f'<line x1="{width - right + 12}" x2="{width - right + 32}" y1="{ly}" y2="{ly}" '
+            f'stroke="{s.color}" stroke-width="{stroke}"{dash}/>'
+            f'<text x="{width - right + 38}" y="{ly + 4}">{escape(_cut(s.label, 16))}'
+            f"<title>{escape(s.label)}</title></text>"
+        )
+    out.append("</svg>")
+    return "".join(out)
+
+
+def box_plot(samples: Sequence[tuple[float, str, str]], *, title: str, unit: str = "s") -> str:
+    """One horizontal box (quartiles, median, whiskers min..max) with every sample as a dot
+    coloured by outcome. `samples` are (value, outcome, hover label)."""
+    width, height, left, right, top = 460, 110, 16, 16, 24
+    plot_w = width - left - right
+    values = sorted(v for v, _, _ in samples)
+    out = [_open(width, height, title)]
+    if not values:
+        out.append(
+            f'<text x="{width / 2:.0f}" y="60" text-anchor="middle" fill="#777">'
+            "no sample reached this phase</text></svg>"
+        )
+        return "".join(out)
+    ticks = nice_ticks(values[-1], 5)
+    scale = ticks[-1] or 1.0
+
+    def px(v: float) -> float:
+        return left + v / scale * plot_w
+
+    mid, axis_y = top + 30, top + 62
+    q1, q2, q3 = (percentile(values, q) or 0.0 for q in (0.25, 0.5, 0.75))
+    out.append(
+        f'<line x1="{px(values[0]):.1f}" x2="{px(values[-1]):.1f}" y1="{mid}" y2="{mid}" '
+        f'stroke="#555"/>'
+        f'<rect x="{px(q1):.1f}" y="{mid - 14}" width="{max(px(q3) - px(q1), 1):.1f}" '
+        f'height="28" fill="#dfe8fb" stroke="#3b6fd8"><title>p25 {q1:.3f}{unit}, '
+        f"median {q2:.3f}{unit}, p75 {q3:.3f}{unit}</title></rect>"
+        f'<line x1="{px(q2):.1f}" x2="{px(q2):.1f}" y1="{mid - 14}" y2="{mid + 14}" '
+        f'stroke="#1d3f8f" stroke-width="2"/>'
+    )
+    for i, (value, outcome, label) in enumerate(samples):
+        jitter = ((i * 0.618034) % 1.0 - 0.5) * 22
+        color = OUTCOME_COLORS.get(outcome, "#777")
+        out.append(
+            f'<circle cx="{px(value):.1f}" cy="{mid + jitter:.1f}" r="2.6" fill="{color}" '
+            f'fill-opacity="0.75"><title>{escape(label)}: {value:.3f}{unit}</title></circle>'
+        )
+    out.append(
+        f'<line x1="{left}" x2="{left + plot_w}" y1="{axis_y}" y2="{axis_y}" stroke="#999"/>'
+    )
+    for tick in ticks:
+        out.append(
+            f'<text x="{px(tick):.1f}" y="{axis_y + 14}" text-anchor="middle">'
+            f"{short_number(tick)}{escape(unit)}</text>"
+        )
+    out.append("</svg>")
+    return "".join(out)
+
+
+def bar_chart(
+    items: Sequence[tuple[str, float]],
+    *,
+    title: str,
+    fmt: Callable[[float], str],
+    color: str = "#3b6fd8",
+    x_max: float | None = None,
+) -> str:
+    """Horizontal bars, one row per item, in the given order; labels are cut to fit."""
+    row_h, top, label_w, value_w, width = 20, 26, 190, 80, 460
+    height = top + row_h * max(len(items), 1) + 8
+    plot_w = width - label_w - value_w
+    scale = x_max if x_max else max((v for _, v in items), default=0.0) or 1.0
+    out = [_open(width, height, title)]
+    for i, (label, value) in enumerate(items):
+        y = top + i * row_h
+        shown = _cut(label, 30)
+        bar = max(value / scale * plot_w, 0.0)
+        out.append(
+            f'<text x="{label_w - 6}" y="{y + 14}" text-anchor="end">{escape(shown)}</text>'
+            f'<rect x="{label_w}" y="{y + 3}" width="{bar:.1f}" height="{row_h - 6}" '
+            f'fill="{color}"><title>{escape(label)}: {escape(fmt(value))}</title></rect>'
+            f'<text x="{label_w + bar + 4:.1f}" y="{y + 14}">{escape(fmt(value))}</text>'
+        )
+    out.append("</svg>")
+    return "".join(out)

@@ -1,0 +1,180 @@
+"""The sweep report: one page comparing the jobs of a Hydra multirun (`evalrun -m ...`).
+
+A sweep folder holds one run directory per job, named by job number (`0/`, `1/`, ...). The page
+shows which config keys differ between the jobs, each job's headline numbers (sortable), pass@1
+and pass@k per job as plots, and a task x job matrix - which tasks a change won or lost. Each job
+links to its own report.html.
+"""
+
+from __future__ import annotations
+
+import os
+from html import escape
+from pathlib import Path
+from urllib.parse import quote
+
+from evalrun.configdiff import flatten
+from evalrun.errors import UsageError
+from evalrun.report.page import (
+    Cell,
+    cards,
+    fmt_rate,
+    fmt_s,
+    fmt_usd,
+    num_cell,
+    page,
+    rate_cell,
+    table,
+    text_cell,
+)
+from evalrun.report.rundata import HTML_FILE, RunFiles, load_run, sweep_jobs
+from evalrun.report.svg import PALETTE, Series, bar_chart, line_chart
+
+IGNORED_KEYS = ("run_dir",)
+
+
+def render_sweep_html(sweep_dir: Path) -> Path:
+    """Write `<sweep_dir>/report.html` comparing its jobs; `UsageError` when it holds none.
+    Every job of a multirun rewrites it when it ends, so it always covers the jobs so far
+    (a job still running shows as unfinished, from the samples it has recorded)."""
+    sweep_dir = Path(sweep_dir)
+    jobs = sweep_jobs(sweep_dir)
+    if not jobs:
+        raise UsageError(
+            f"{sweep_dir} is not a multirun folder: expected numbered job run directories "
+            "(0/, 1/, ...) in it"
+        )
+    path = sweep_dir / HTML_FILE
+    tmp = path.with_name(f".{HTML_FILE}.{os.getpid()}.tmp")
+    tmp.write_text(sweep_html(sweep_dir, [load_run(j) for j in jobs]), encoding="utf-8")
+    os.replace(tmp, path)  # jobs of a parallel sweep each rewrite it; readers never see half
+    return path
+
+
+def varying_keys(runs: list[RunFiles]) -> list[str]:
+    """Dotted config keys whose value is not the same in every job."""
+    flats = [flatten(r.config) for r in runs]
+    keys = sorted(set().union(*flats))
+    return [
+        k
+        for k in keys
+        if k not in IGNORED_KEYS and len({repr(f.get(k, "<unset>")) for f in flats}) > 1
+    ]
+
+
+def short_setting(key: str, value: object) -> str:
+    """`agent._target_`, `evalrun.agents.noop.NoopAgent` -> `agent=NoopAgent`."""
+    parts = key.split(".")
+    if parts[-1] == "_target_" and len(parts) > 1:
+        return f"{parts[-2]}={str(value).rsplit('.', 1)[-1]}"
+    return f"{parts[-1]}={value}"
+
+
+def job_label(run: RunFiles, keys: list[str]) -> str:
+    flat = flatten(run.config)
+    parts = [short_setting(k, flat.get(k)) for k in keys[:3]]
+    return f"#{run.run_dir.name} " + (" ".join(parts) if parts else " ".join(run.overrides))
+
+
+def sweep_html(sweep_dir: Path, runs: list[RunFiles]) -> str:
+    keys = varying_keys(runs)
+    labels = [job_label(r, keys) for r in runs]
+    kmax = max(max(r.summary.ks) for r in runs)
+    best = max(runs, key=lambda r: r.summary.overall.pass_at.get(1) or -1.0)
+    body = [
+        f"<h1>evalrun sweep · {escape(sweep_dir.name)}</h1>",
+        f'<p class="meta">{len(runs)} jobs in <code>{escape(str(sweep_dir))}</code>; '
+        f"they differ in: <b>{escape(', '.join(keys) or 'nothing')}</b></p>",
+        cards(
+            [
+                ("jobs", str(len(runs))),
+                ("best pass@1", fmt_rate(best.summary.overall.pass_at.get(1), 3)),
+                ("best job", f"#{best.run_dir.name}"),
+                ("samples", str(sum(r.summary.samples for r in runs))),
+                ("cost total", fmt_usd(_total_cost(runs))),
+            ]
+        ),
+        "<h2>Plots</h2>",
+        '<div class="plots">',
+        bar_chart(
+            [
+                (label, r.summary.overall.pass_at.get(1) or 0.0)
+                for label, r in zip(labels, runs, strict=True)
+            ],
+            title="pass@1 per job",
+            fmt=lambda v: f"{v:.3f}",
+            x_max=1.0,
+        ),
+        line_chart(
+            [
+                Series(
+                    label,
+                    [(k, r.summary.overall.pass_at.get(k)) for k in r.summary.ks],
+                    PALETTE[i % len(PALETTE)],
+                )
+                for i, (label, r) in enumerate(zip(labels, runs, strict=True))
+            ],
+            title="pass@k against k per job",
+            xs=list(range(1, kmax + 1)),
+            x_label="k",
+        ),
+        "</div>",
+        "<h2>Jobs</h2>",
+        jobs_table(runs, keys, kmax),
+        "<h2>Tasks &times; jobs</h2>",
+        '<p class="muted">Passes / scored trials of each task in each job.</p>',
+        matrix(runs),
+    ]
+    return page(f"evalrun sweep · {sweep_dir.name}", "\n".join(body))
+
+
+def _total_cost(runs: list[RunFiles]) -> float | None:
+    costs = [r.summary.cost.total_usd for r in runs if r.summary.cost.total_usd is not None]
+    return sum(costs) if costs else None
+
+
+def jobs_table(runs: list[RunFiles], keys: list[str], kmax: int) -> str:
+    headers = [("job", True), *((k, False) for k in keys), ("agent", False), ("pass@1", True)]
+    if kmax > 1:
+        headers += [(f"pass@{kmax}", True), (f"pass^{kmax}", True)]
+    headers += [("flaky", True), ("errors", True), ("agent p50", True), ("cost", True)]
+    rows = []
+    for run in runs:
+        s, flat = run.summary, flatten(run.config)
+        link = quote(f"{run.run_dir.name}/{HTML_FILE}")
+        row = [Cell(f'<a href="{link}">#{escape(run.run_dir.name)}</a>', int(run.run_dir.name))]
+        row += [text_cell(str(flat.get(k, "—"))) for k in keys]
+        row += [text_cell(run.agent), rate_cell(s.overall.pass_at.get(1))]
+        if kmax > 1:
+            row += [rate_cell(s.overall.pass_at.get(kmax)), rate_cell(s.overall.pass_hat.get(kmax))]
+        p50 = s.latency["agent"].p50 if "agent" in s.latency else None
+        row += [
+            num_cell(s.overall.flaky_tasks, str(s.overall.flaky_tasks)),
+            num_cell(s.errors, str(s.errors)),
+            num_cell(p50, fmt_s(p50)),
+            num_cell(s.cost.total_usd, fmt_usd(s.cost.total_usd)),
+        ]
+        rows.append(row)
+    return table(headers, rows, css="sortable jobs")
+
+
+def matrix(runs: list[RunFiles]) -> str:
+    task_ids = list(dict.fromkeys(t.task_id for r in runs for t in r.summary.tasks))
+    per_job = [{t.task_id: t for t in r.summary.tasks} for r in runs]
+    headers = [("task", False)] + [(f"#{r.run_dir.name}", True) for r in runs]
+    rows = []
+    for task_id in task_ids:
+        row = [text_cell(task_id)]
+        for stats in per_job:
+            t = stats.get(task_id)
+            if t is None or not t.n:
+                shown = "—" if t is None else f"{t.errors} err"
+                row.append(Cell(escape(shown), None, numeric=True))
+                continue
+            rate = t.passes / t.n
+            css = "pass" if rate == 1 else ("fail" if rate == 0 else "error")
+            row.append(
+                Cell(f'<span class="pill {css}">{t.passes}/{t.n}</span>', rate, numeric=True)
+            )
+        rows.append(row)
+    return table(headers, rows, css="sortable matrix")

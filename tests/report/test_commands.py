@@ -1,0 +1,130 @@
+"""`evalrun ls`, `evalrun show` and `evalrun report` through the CLI entry point.
+
+Most tests call `evalrun.cli.main` in-process (the same argv handling, exit codes and printing,
+without a new interpreter per call); one runs the installed command in a subprocess.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from evalrun.cli import main
+from tests.report.conftest import run_suite
+from tests.test_cli import evalrun as evalrun_subprocess
+
+
+@pytest.fixture
+def evalrun(capsys):
+    """Run `evalrun <args>` in-process; returns (exit code, stdout, stderr) like a subprocess."""
+
+    def call(*args: str) -> subprocess.CompletedProcess:
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as exited:
+            main(list(args))
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(list(args), exited.value.code, out, err)
+
+    return call
+
+
+def test_ls_lists_runs_newest_first_with_pass_at_1_including_multirun_jobs(evalrun, suite, run_dir):
+    runs = run_dir.parent
+    older = run_suite(suite, runs / "20240101-000000-noop", "agent=noop")
+    job = run_suite(suite, runs / "multirun" / "20250102-000000-eval" / "0", "trials=2")
+    os.utime(older / "summary.json", (1_700_000_000, 1_700_000_000))
+    os.utime(job / "summary.json", (1_800_000_000, 1_800_000_000))
+    proc = evalrun("ls", str(runs))
+    assert proc.returncode == 0, proc.stderr
+    lines = [line for line in proc.stdout.splitlines() if "finished" in line]
+    assert len(lines) == 3
+    assert "multirun/20250102-000000-eval/0" in lines[0]
+    assert "20250101-000000-eval" in lines[1] and "0.556" in lines[1] and "4x3" in lines[1]
+    assert "20240101-000000-noop" in lines[2] and "noop" in lines[2] and "0.000" in lines[2]
+
+
+def test_ls_marks_a_run_without_summary_as_unfinished(evalrun, run_dir):
+    (run_dir / "summary.json").unlink()
+    proc = evalrun("ls", str(run_dir.parent))
+    assert proc.returncode == 0, proc.stderr
+    assert "unfinished 12/12" in proc.stdout
+
+
+def test_ls_on_a_missing_folder_is_a_usage_error(evalrun, tmp_path):
+    proc = evalrun("ls", str(tmp_path / "nope"))
+    assert proc.returncode == 2
+    assert "no such directory" in proc.stderr
+
+
+def test_show_prints_the_terminal_report_again(run_dir):
+    proc = evalrun_subprocess("show", str(run_dir))
+    assert proc.returncode == 0, proc.stderr
+    assert "002-flaky flaky" in proc.stdout
+    assert "pass@1 0.556  pass@3 0.667  pass^3 0.333  flaky tasks 1" in proc.stdout
+    assert "004-error#0: setup.sh failed (exit 3): boom" in proc.stdout
+
+
+def test_show_of_a_killed_run_summarises_what_was_recorded(evalrun, run_dir):
+    (run_dir / "summary.json").unlink()
+    proc = evalrun("show", str(run_dir))
+    assert proc.returncode == 0, proc.stderr
+    assert "pass@1 0.556" in proc.stdout
+    assert "unfinished run" in proc.stdout
+
+
+def test_report_rewrites_both_files_and_prints_their_paths(evalrun, run_dir):
+    (run_dir / "report.html").unlink()
+    (run_dir / "junit.xml").unlink()
+    proc = evalrun("report", str(run_dir))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == [str(run_dir / "report.html"), str(run_dir / "junit.xml")]
+    assert "002-flaky" in (run_dir / "report.html").read_text()
+    assert ET.parse(run_dir / "junit.xml").getroot().get("tests") == "4"
+
+
+def test_report_on_a_copied_run_dir_works_from_its_files_alone(evalrun, run_dir, tmp_path):
+    copy = tmp_path / "elsewhere"
+    shutil.copytree(run_dir, copy)
+    shutil.rmtree(run_dir.parent.parent / "suite")  # the tasks are gone too
+    proc = evalrun("report", str(copy))
+    assert proc.returncode == 0, proc.stderr
+    assert "002-flaky" in (copy / "report.html").read_text()
+
+
+def test_report_on_a_multirun_folder_writes_the_sweep_page(evalrun, suite, tmp_path):
+    sweep = tmp_path / "sweep"
+    run_suite(suite, sweep / "0", "agent=oracle")
+    run_suite(suite, sweep / "1", "agent=noop")
+    proc = evalrun("report", str(sweep))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split()[-1] == str(sweep / "report.html")
+    assert 'href="1/report.html"' in (sweep / "report.html").read_text()
+
+
+def test_show_and_report_refuse_a_folder_that_is_not_a_run(evalrun, tmp_path):
+    for command in ("show", "report"):
+        proc = evalrun(command, str(tmp_path))
+        assert proc.returncode == 2
+        assert "is not a run directory" in proc.stderr and "plan.json" in proc.stderr
+
+
+def test_show_without_a_run_dir_says_how_to_call_it(evalrun):
+    proc = evalrun("show")
+    assert proc.returncode == 2
+    assert "usage: evalrun show <run-dir>" in proc.stderr
+
+
+def test_a_multirun_writes_a_sweep_report_beside_its_jobs(suite, tmp_path):
+    sweep = tmp_path / "multirun"
+    proc = evalrun_subprocess(
+        "-m", f"tasks_dir={suite}", "agent=oracle,noop", "max_retries=0", f"hydra.sweep.dir={sweep}"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert f"sweep report: {sweep / 'report.html'}" in proc.stdout
+    text = (sweep / "report.html").read_text()
+    assert 'href="0/report.html"' in text and 'href="1/report.html"' in text
+    assert (sweep / "1" / "junit.xml").is_file()

@@ -1,0 +1,139 @@
+"""report.html, the sweep page and the diff page, read as HTML (the browser test runs them)."""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+
+import pytest
+
+from evalrun.errors import UsageError
+from evalrun.report.html import render_diff_html, render_html, render_sweep_html
+from tests.report.conftest import run_suite
+
+
+class Outline(HTMLParser):
+    """Counts what a reader would look for: tags, their ids, and every load a page could make."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict]] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+    def count(self, tag: str, **want: str) -> int:
+        return sum(
+            t == tag and all(want[k] in (a.get(k) or "").split() for k in want)
+            for t, a in self.tags
+        )
+
+
+def outline(text: str) -> Outline:
+    parser = Outline()
+    parser.feed(text)
+    return parser
+
+
+def test_the_run_writes_a_report_with_table_plots_and_every_sample(run_dir):
+    page = outline((run_dir / "report.html").read_text())
+    assert page.count("table", **{"class": "tasks"}) == 1
+    assert page.count("tr") >= 1 + 4  # header + one row per task
+    assert page.count("svg", **{"class": "plot"}) == 4  # pass@k + three latency phases
+    assert page.count("details", **{"class": "sample"}) == 12
+    assert page.count("script") == 1
+
+
+def test_the_report_loads_nothing_and_escapes_agent_and_verify_output(run_dir):
+    text = (run_dir / "report.html").read_text()
+    page = outline(text)
+    loads = [a.get("src") or a.get("href") for t, a in page.tags if t in {"img", "link", "script"}]
+    assert loads == [None]  # only the inline script
+    links = [a["href"] for t, a in page.tags if t == "a"]
+    assert all(h.startswith(("#", "samples/")) for h in links), links
+    assert "<img src=x" not in text and "<script>alert" not in text
+    assert "&lt;img src=x onerror=alert(1)&gt;" in text  # shown, as text
+    assert "wrote &lt;b&gt;42&lt;/b&gt;" in text
+    assert "default-src 'none'; script-src 'sha256-" in text  # the CSP: no load, one script
+
+
+def test_the_report_shows_headline_numbers_and_breakdowns(run_dir):
+    text = (run_dir / "report.html").read_text()
+    assert re.search(r'<div class="v">0\.556</div><div class="l">pass@1</div>', text)
+    assert re.search(r'<div class="v">5 / 4 / 3</div>', text)
+    assert "<h2>By tag</h2>" in text and "<h2>By difficulty</h2>" in text
+    assert "Harness errors (3)" in text and "setup.sh failed (exit 3): boom" in text
+    assert "trials: 3" in text  # the resolved config.yaml
+    assert 'href="samples/002-flaky/1/verify.log"' in text
+
+
+def test_render_html_refuses_a_folder_that_is_not_a_run(tmp_path):
+    with pytest.raises(UsageError, match="not a run directory"):
+        render_html(tmp_path)
+
+
+def test_a_sweep_page_compares_jobs_and_names_what_differs(suite, tmp_path):
+    sweep = tmp_path / "multirun" / "20250101-000000-eval"
+    run_suite(suite, sweep / "0", "trials=2", "agent=oracle")
+    run_suite(suite, sweep / "1", "trials=2", "agent=noop")
+    text = render_sweep_html(sweep).read_text()
+    assert "they differ in: <b>agent._target_</b>" in text
+    assert 'href="0/report.html"' in text and 'href="1/report.html"' in text
+    page = outline(text)
+    assert page.count("table", **{"class": "matrix"}) == 1
+    assert page.count("svg", **{"class": "plot"}) == 2
+
+
+def test_a_sweep_page_needs_job_folders(tmp_path):
+    with pytest.raises(UsageError, match="not a multirun folder"):
+        render_sweep_html(tmp_path)
+
+
+DIFF = {
+    "a": "runs/base",
+    "b": {"label": "runs/<new>"},
+    "config": {
+        "changed": {"agent.provider.model": {"a": "m-1", "b": "m-2"}, "trials": [3, 5]},
+        "added": {"agent.temperature": 0.2},
+        "removed": {},
+    },
+    "tasks": {
+        "added": ["009-new"],
+        "removed": [],
+        "rows": [
+            {
+                "task_id": "001-x",
+                "a": {"pass@1": 0.5},
+                "b": {"pass@1": 1.0},
+                "significance": {"p": 0.52, "note": "noise (Fisher p=0.52)"},
+            }
+        ],
+    },
+    "metrics": {
+        "pass@1": {"a": 0.5, "b": 0.25},
+        "cost.total_usd": {"a": 2.0, "b": 1.0},
+        "samples": {"a": 10, "b": 12},
+    },
+    "notes": "<b>extra</b>",
+    "significance": {"test": "bootstrap", "note": "noise: 95% CI [-0.5, +0.1] includes 0"},
+}
+
+
+def test_a_diff_page_colours_improvements_and_regressions():
+    text = render_diff_html(DIFF)
+    assert "runs/base → runs/&lt;new&gt;" in text
+    assert '<span class="down">-0.25</span>' in text  # pass@1 fell
+    assert '<span class="up">-1</span>' in text  # cost fell: better
+    assert '<span class="">+2</span>' in text  # samples: neither
+    assert '0.5 → 1 <span class="up">+0.5</span>' in text  # per-task pass@1 rose
+    assert "agent.provider.model" in text and "m-2" in text and ">5<" in text
+    assert "009-new" in text
+    assert "<b>added (1)</b>: 009-new" in text
+    assert "&lt;b&gt;extra&lt;/b&gt;" in text  # unknown keys are shown, escaped
+    assert "noise (Fisher p=0.52)" in text  # an extra row key becomes a column
+    assert "<b>significance</b>: noise: 95% CI [-0.5, +0.1] includes 0" in text
+
+
+def test_an_empty_diff_still_renders():
+    text = render_diff_html({})
+    assert "The resolved configs are identical." in text and "No metrics compared." in text

@@ -1,0 +1,45 @@
+"""docs/summary-schema.md documents every field summary.json carries, under the right version."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from pydantic import BaseModel
+
+from evalrun.metrics import Summary
+from tests.conftest import REPO
+
+DOC = REPO / "docs" / "summary-schema.md"
+
+
+def documented(section: str) -> set[str]:
+    """Field names in the first column of the table under the heading naming `section`."""
+    text = DOC.read_text()
+    found = re.search(rf"^## [^\n]*`{section}`[^\n]*\n(.*?)(?=^## )", text, re.S | re.M)
+    assert found, f"no section for {section} in {DOC}"
+    return set(re.findall(r"^\| `(\w+)` \|", found.group(1), re.M))
+
+
+def models(model: type[BaseModel]) -> dict[str, type[BaseModel]]:
+    """`model` and every model reachable through its fields, by class name."""
+    out = {model.__name__: model}
+    for info in model.model_fields.values():
+        for arg in [info.annotation, *getattr(info.annotation, "__args__", ())]:
+            for inner in [arg, *getattr(arg, "__args__", ())]:
+                if isinstance(inner, type) and issubclass(inner, BaseModel):
+                    out |= models(inner)
+    return out
+
+
+def test_every_summary_field_is_documented():
+    found = models(Summary)
+    assert set(found) >= {"Summary", "GroupStats", "TaskStats", "LatencyStats", "CostStats"}
+    for name, model in found.items():
+        assert documented(name) == set(model.model_fields), name
+
+
+def test_the_documented_version_is_the_one_written(run_dir):
+    data = json.loads((run_dir / "summary.json").read_text())
+    assert data["schema_version"] == Summary.model_fields["schema_version"].default == 1
+    assert DOC.read_text().startswith("# summary.json — schema version 1")
