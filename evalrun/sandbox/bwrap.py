@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import errno
 import io
 import itertools
 import os
@@ -77,7 +78,10 @@ _READ = (
     '[ -e "$1" ] || exit 3; [ -d "$1" ] && exit 4; [ -p "$1" ] && exit 5; [ -r "$1" ] || exit 5; '
     f'set -o pipefail; head -c {MAX_READ_BYTES + 1} -- "$1" | base64 -w0 || exit 5'
 )
-_WRITE = '[ -d "$1" ] && exit 4; mkdir -p -- "$(dirname -- "$1")" && cat > "$1" || exit 5'
+_WRITE = (
+    '[ -d "$1" ] && exit 4; [ -p "$1" ] && exit 5; '
+    'mkdir -p -- "$(dirname -- "$1")" && cat > "$1" || exit 5'
+)
 _UNTAR = 'mkdir -p -- "$1" && tar -x -p -f - -C "$1" || exit 5'
 
 
@@ -164,7 +168,7 @@ class BwrapSandbox:
         result = await self._transfer(_READ, path, output_limit=limit)
         data = base64.b64decode(result.stdout)
         if len(data) > MAX_READ_BYTES:
-            raise SandboxError(f"{path}: larger than {MAX_READ_BYTES} bytes, not read")
+            raise OSError(errno.EFBIG, f"larger than {MAX_READ_BYTES} bytes, not read", path)
         return data
 
     async def put(self, host_dir: Path, path: str = ".") -> None:
@@ -253,7 +257,7 @@ class BwrapBackend:
                 args += ["--ro-bind", str(top), str(top)]
         etc = [f"/etc/{name}" for name in HOST_ETC]
         etc += sorted(str(p) for p in Path("/etc").glob("python3*"))
-        for path in [*etc, *self.extra_ro_paths]:
+        for path in etc:
             args += ["--ro-bind-try", path, path]
         args += ["--dev", "/dev", "--proc", "/proc"]
         args += ["--unshare-all", "--unshare-user", "--uid", str(SANDBOX_UID)]
@@ -290,6 +294,8 @@ class BwrapBackend:
             ("private", PRIVATE_DIR, "--bind"),
         ]
         mounts = [arg for rel, dest, how in binds for arg in (how, str(root / rel), dest)]
+        for extra in self.extra_ro_paths:  # last, so a path under /tmp is not hidden by it
+            mounts += ["--ro-bind", extra, extra]
         wrapper = ["bash", "-c", self._limits(), "evalrun-limits"]
         return [
             *prefix,
@@ -325,10 +331,11 @@ class BwrapBackend:
             _remove_tree(root)
         if done.returncode != 0:
             raise SandboxUnavailable(
-                "sandbox=bwrap: bubblewrap cannot create its namespaces here "
+                f"sandbox=bwrap: bubblewrap could not start a trial sandbox "
                 f"(`{shlex.join(argv[:3])} ...` exited {done.returncode}): "
-                f"{done.stderr.strip() or 'no message'}. It needs unprivileged user namespaces "
-                f"(or root); otherwise {INSTALL_HINT} on a host that allows them."
+                f"{done.stderr.strip() or 'no message'}. bubblewrap needs to create user "
+                "namespaces (unprivileged user namespaces enabled, or root), and every mounted "
+                "path must be readable by the sandbox's uid."
             )
         self._ready = True
 
