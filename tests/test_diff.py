@@ -156,6 +156,14 @@ def test_cli_json_and_errors(two_runs, tmp_path):
     assert one.returncode == 2 and "expected two run directories" in one.stderr
 
 
+def test_cli_writes_the_html_page(two_runs, tmp_path):
+    page = tmp_path / "diff.html"
+    proc = evalrun("diff", *map(str, two_runs), "--html", str(page))
+    assert proc.returncode == 0, proc.stderr
+    html = page.read_text()
+    assert "004-new" in html and "agent._target_" in html and "<table" in html
+
+
 def test_a_run_directory_without_summary_is_refused(two_runs, tmp_path):
     run_a, run_b = two_runs
     (run_b / "summary.json").unlink()
