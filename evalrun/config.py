@@ -55,6 +55,57 @@ class NoopAgentConf(AgentConf):
     _target_: str = "evalrun.agents.noop.NoopAgent"
 
 
+@dataclass
+class CoderAgentConf(AgentConf):
+    _target_: str = "evalrun.agents.coder.CoderAgent"
+    provider: Any = "${provider}"  # the top-level provider group, instantiated with the agent
+    max_retries: int = 4  # per model request: 429, 5xx, timeouts (exponential backoff)
+    request_timeout_s: float = 180.0
+    tool_retries: int = 3  # malformed tool arguments the model may retry
+    bash_timeout_s: float = 120.0
+    output_chars: int = 16_000  # cap on one tool result sent back to the model
+    instructions: str | None = None  # None: evalrun.agents.coder.INSTRUCTIONS
+    model_settings: dict[str, Any] = field(default_factory=dict)  # temperature, max_tokens, ...
+
+
+@dataclass
+class CommandAgentConf(AgentConf):
+    _target_: str = "evalrun.agents.command.CommandAgent"
+    cmd: str | None = None  # placeholders: {prompt_file} {trajectory_file} {usage_file} {workdir}
+    env: dict[str, str] = field(default_factory=dict)  # plain values; never secrets
+    pass_env: list[str] = field(default_factory=list)  # host variables passed in (API keys)
+    timeout_s: float | None = None
+
+
+@dataclass
+class PythonAgentConf(AgentConf):
+    _target_: str = "evalrun.agents.python.PythonAgent"
+    factory: str | None = None  # "package.module:callable" returning an Agent
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+# --- provider (model endpoint for agents that call a model) ----------------------------------
+@dataclass
+class PriceConf:
+    input_usd_per_mtok: float | None = None
+    output_usd_per_mtok: float | None = None
+    cache_read_usd_per_mtok: float | None = None
+    cache_write_usd_per_mtok: float | None = None
+
+
+@dataclass
+class ProviderConf:
+    _target_: str = "evalrun.providers.Provider"
+    name: str = MISSING
+    model: str | None = None
+    base_url: str | None = None
+    api: str = "openai-compatible"  # openai | openai-compatible | gemini | openrouter
+    api_key_env: str | None = None  # the variable's NAME; the key is read where it is used
+    headers_env: dict[str, str] = field(default_factory=dict)  # header -> variable NAME
+    price_prefixes: list[str] = field(default_factory=list)  # litellm cost-map key prefixes
+    price: PriceConf = field(default_factory=PriceConf)  # overrides the litellm price
+
+
 # --- tracker ---------------------------------------------------------------------------------
 @dataclass
 class TrackerConf:
@@ -88,6 +139,7 @@ class TimeoutsConf:
 class EvalConfig:
     sandbox: SandboxConf = MISSING
     agent: AgentConf = MISSING
+    provider: ProviderConf = MISSING
     tracker: TrackerConf = MISSING
     profile: ProfileConf = MISSING
     name: str = "eval"
@@ -116,6 +168,10 @@ def register_configs() -> None:
         ("sandbox", "bwrap_schema", BwrapSandboxConf),
         ("agent", "oracle_schema", OracleAgentConf),
         ("agent", "noop_schema", NoopAgentConf),
+        ("agent", "coder_schema", CoderAgentConf),
+        ("agent", "command_schema", CommandAgentConf),
+        ("agent", "python_schema", PythonAgentConf),
+        ("provider", "provider_schema", ProviderConf),
         ("tracker", "local_schema", LocalTrackerConf),
         ("profile", "profile_schema", ProfileConf),
     ):

@@ -92,6 +92,11 @@ def summary_lines(summary: Summary) -> list[str]:
         )
     else:
         lines.append("cost unknown (the agent reported no cost)")
+    if c.cost_equivalent_tokens:
+        lines.append(
+            f"cost-equivalent tokens {c.cost_equivalent_tokens:,.0f} "
+            "(input x1, cache write x1.25, cache read x0.1, output x5)"
+        )
     return lines
 
 

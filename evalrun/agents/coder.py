@@ -1,0 +1,140 @@
+"""`agent=coder`: evalrun's own coding agent - a pydantic-ai agent whose tools call the sandbox.
+
+The task's prompt is the user message; the tools (read, write, edit, bash, grep, ls; see
+`coder_tools`) act only through the Sandbox API, so the agent runs on every backend. The model
+comes from the `provider` config group (`coder_model.build_model`).
+
+Limits and failures:
+- `task.spec.max_steps` caps the number of model requests (pydantic-ai's `request_limit`);
+  hitting it ends the run with an error on the result, and the sample is still graded.
+- A model request that fails with a rate limit, a 5xx or a timeout is retried by the OpenAI
+  client with backoff (`max_retries`); when it still fails, the error is recorded on the result
+  (`AgentResult.error`) together with everything done so far, and the sample is graded.
+- A missing key, SDK or setting is a `UsageError` from `preflight()`, before the run starts.
+
+pydantic-ai is imported inside `run`, never when this module is imported.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Mapping
+from typing import Any
+
+from evalrun.agents.coder_model import build_model, cost_of, default_settings
+from evalrun.agents.coder_tools import SandboxTools
+from evalrun.errors import UsageError
+from evalrun.providers import Provider
+from evalrun.records import AgentResult, Usage
+from evalrun.sandbox.base import Sandbox
+from evalrun.tasks import Task
+
+INSTRUCTIONS = """\
+You are a careful software engineer working in a code repository; the current directory is its
+root and every path you pass to a tool is relative to it. Use the tools to look around, make the
+change the user asks for, and check it (run the code or its tests with bash when that helps).
+Change only what the request needs. Edit files with `edit` (exact text replacement) or `write`.
+When you are done, reply with a short summary of what you changed, or with the answer if the
+user asked a question."""
+
+
+def _describe(exc: Exception, max_steps: int) -> str:
+    """A one-line account of why the run stopped, for `AgentResult.error`."""
+    from pydantic_ai.exceptions import ModelAPIError, ModelHTTPError, UsageLimitExceeded
+
+    if isinstance(exc, UsageLimitExceeded):
+        return f"max_steps reached: the task allows {max_steps} model requests ({exc})"
+    if isinstance(exc, ModelHTTPError):
+        body = str(exc.body)[:300] if exc.body is not None else ""
+        return f"model request failed after retries: HTTP {exc.status_code} {body}".strip()
+    if isinstance(exc, ModelAPIError):
+        return f"model request failed after retries: {exc.message}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+class CoderAgent:
+    """See the module docstring. Constructed at plan time: cheap, reads no secret."""
+
+    name = "coder"
+
+    def __init__(
+        self,
+        provider: Provider,
+        max_retries: int = 4,
+        request_timeout_s: float = 180.0,
+        tool_retries: int = 3,
+        bash_timeout_s: float = 120.0,
+        output_chars: int = 16_000,
+        instructions: str | None = None,
+        model_settings: Mapping[str, Any] | None = None,
+    ):
+        self.provider = provider
+        self.max_retries = max_retries
+        self.request_timeout_s = request_timeout_s
+        self.tool_retries = tool_retries
+        self.bash_timeout_s = bash_timeout_s
+        self.output_chars = output_chars
+        self.instructions = instructions or INSTRUCTIONS
+        self.model_settings = dict(model_settings or {})
+
+    def preflight(self) -> None:
+        if not isinstance(self.provider, Provider):
+            raise UsageError(f"agent.provider: expected a provider config, got {self.provider!r}")
+        for module in ("pydantic_ai", "openai"):
+            if importlib.util.find_spec(module) is None:
+                raise UsageError(
+                    f"agent=coder needs the {module} package: pip install 'evalrun[agents]'"
+                )
+        self.provider.check()
+
+    async def run(self, task: Task, sandbox: Sandbox) -> AgentResult:
+        from pydantic_ai import Agent, Tool
+        from pydantic_ai.exceptions import AgentRunError
+        from pydantic_ai.messages import ModelResponse
+        from pydantic_ai.usage import UsageLimits
+
+        tools = SandboxTools(
+            sandbox, output_chars=self.output_chars, bash_timeout_s=self.bash_timeout_s
+        )
+        model, client = build_model(
+            self.provider, max_retries=self.max_retries, timeout_s=self.request_timeout_s
+        )
+        agent = Agent(
+            model,
+            instructions=self.instructions,
+            tools=[Tool(fn, sequential=True) for fn in tools.functions()],
+            retries=self.tool_retries,
+            model_settings={**default_settings(self.provider), **self.model_settings},
+        )
+        max_steps = task.spec.max_steps
+        output, error = "", None
+        try:
+            async with agent.iter(
+                task.spec.prompt, usage_limits=UsageLimits(request_limit=max_steps)
+            ) as run:
+                try:
+                    async for _node in run:
+                        pass
+                    if run.result is not None:
+                        output = str(run.result.output)
+                except AgentRunError as exc:
+                    error = _describe(exc, max_steps)
+                run_usage = run.usage
+                responses = [m for m in run.all_messages() if isinstance(m, ModelResponse)]
+        finally:
+            await client.close()
+        cost, cost_source = cost_of(responses, self.provider)
+        return AgentResult(
+            output=output,
+            trajectory=tools.trajectory,
+            usage=Usage(
+                requests=run_usage.requests,
+                input_tokens=run_usage.input_tokens,
+                output_tokens=run_usage.output_tokens,
+                cache_read_tokens=run_usage.cache_read_tokens,
+                cache_write_tokens=run_usage.cache_write_tokens,
+                cost_usd=cost,
+                cost_source=cost_source,
+            ),
+            error=error,
+        )
