@@ -100,6 +100,24 @@ def cmd_gate(args: list[str]) -> int:
     return gate_command(args, compose_config, _console())
 
 
+def cmd_image(args: list[str]) -> int:
+    """evalrun image build [--force] [IMAGE]: build sandbox=docker's base image offline.
+
+    Runs scripts/build-base-image.sh from the source tree (debootstrap from the apt mirror this
+    machine uses, then `docker import`); start an engine first with scripts/docker-engine.sh.
+    """
+    import subprocess
+
+    from evalrun.config import REPO_ROOT
+
+    script = REPO_ROOT / "scripts" / "build-base-image.sh"
+    if args[:1] != ["build"]:
+        raise UsageError("usage: evalrun image build [--force] [IMAGE]")
+    if not script.is_file():
+        raise UsageError(f"{script} is missing: `evalrun image build` needs evalrun's source tree")
+    return subprocess.call(["bash", str(script), *args[1:]])
+
+
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "check": cmd_check,
     "ls": cmd_ls,
@@ -107,6 +125,7 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "report": cmd_report,
     "gate": cmd_gate,
     "diff": cmd_diff,
+    "image": cmd_image,
 }
 
 _exit_codes: list[int] = []

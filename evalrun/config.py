@@ -39,6 +39,30 @@ class BwrapSandboxConf(SandboxConf):
     extra_ro_paths: list[str] = field(default_factory=list)  # more host paths, read-only
 
 
+@dataclass
+class DockerSandboxConf(SandboxConf):
+    _target_: str = "evalrun.sandbox.docker.DockerBackend"
+    image: str = "evalrun-base:bookworm"  # scripts/build-base-image.sh builds it offline
+    network: str = "none"  # docker network_mode; anything else lets the agent reach out
+    memory: str | None = "2g"  # per container, swap included; null: no limit
+    cpus: float | None = 1.0  # null: no limit
+    pids_limit: int | None = 512  # null: no limit
+    user: str = "1000:1000"  # uid[:gid] commands run as inside the container
+
+
+@dataclass
+class ModalSandboxConf(SandboxConf):
+    _target_: str = "evalrun.sandbox.modal.ModalBackend"
+    image: str | None = None  # a registry tag; null: debian_slim + apt_packages
+    python_version: str = "3.11"  # for the default debian_slim image
+    apt_packages: list[str] = field(default_factory=lambda: ["git", "sqlite3"])
+    app_name: str = "evalrun"  # Modal app the sandboxes belong to (created if missing)
+    block_network: bool = True
+    timeout_s: int = 3600  # lifetime of one sample's sandbox
+    cpu: float | None = None
+    memory_mb: int | None = None
+
+
 # --- agent -----------------------------------------------------------------------------------
 @dataclass
 class AgentConf:
@@ -166,6 +190,8 @@ def register_configs() -> None:
     for group, name, node in (
         ("sandbox", "local_schema", LocalSandboxConf),
         ("sandbox", "bwrap_schema", BwrapSandboxConf),
+        ("sandbox", "docker_schema", DockerSandboxConf),
+        ("sandbox", "modal_schema", ModalSandboxConf),
         ("agent", "oracle_schema", OracleAgentConf),
         ("agent", "noop_schema", NoopAgentConf),
         ("agent", "coder_schema", CoderAgentConf),

@@ -1,0 +1,441 @@
+"""The `docker` backend: one container per sample, files moved only through the engine's API.
+
+Each sample gets a fresh container from `image` (default `evalrun-base:bookworm`, built offline by
+`scripts/build-base-image.sh`) with `network_mode=none`, memory / CPU / pids limits, all but a few
+capabilities dropped and `no-new-privileges`. Docker's init (tini) is PID 1 and reaps orphans;
+`sleep infinity` keeps the container alive. Nothing of the host is mounted: the workspace, the
+hidden verify/ files and the agent's answer go in with `put_archive` and come out with
+`get_archive`, so a container never sees the tasks folder, the run directory or the host's home.
+
+```
+/workspace     the sample's workspace (`workdir`)
+/evalrun       the harness's private folder (`private_dir`, mode 0700): answer file, exec pid files
+/home/agent    HOME, empty;  /tmp  TMPDIR
+```
+
+Commands run through `evalrun.sandbox.container.ExecSession` (an allow-listed environment, a
+session of their own, the whole tree killed on timeout). If the killer itself cannot run - a fork
+bomb has taken every pid - or the output stream stays open after the kill, the container is
+restarted: every process in it dies, its files stay.
+
+Every container carries the label `evalrun=1` and is removed when its sample ends, also on
+cancellation and Ctrl-C. Containers left by a process that was killed outright (SIGKILL) are
+removed by the next `preflight()` on the same host; `scripts/docker-cleanup.sh` removes them all.
+Blocking SDK calls run in threads; an exec's output stream gets a thread of its own so that many
+long commands cannot starve the default pool the killer needs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import posixpath
+import re
+import socket
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager, suppress
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from evalrun.errors import SandboxError, SandboxUnavailable
+from evalrun.sandbox.base import Command, ExecResult, sandbox_env
+from evalrun.sandbox.container import ExecSession, tar_dirs, tar_file, tar_folder
+from evalrun.sandbox.output import BoundedBuffer
+
+DEFAULT_IMAGE = "evalrun-base:bookworm"
+WORKDIR = "/workspace"
+PRIVATE_DIR = "/evalrun"
+HOME_DIR = "/home/agent"
+EXEC_DIR = f"{PRIVATE_DIR}/exec"
+SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+LABEL = "evalrun"
+OWNER_LABEL = "evalrun.owner"  # "<hostname>:<pid>" of the evalrun process that made it
+KEEP_LABEL = "evalrun.keep"
+CAPABILITIES = ["CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID"]
+KILL_GRACE_S = 3.0  # after the killer ran, how long the output stream may take to close
+BUILD_HINT = "build it offline with scripts/build-base-image.sh (or `evalrun image build`)"
+ENGINE_HINT = (
+    "start an engine with scripts/docker-engine.sh (runs `dockerd --bridge=none "
+    "--iptables=false` in the background) or point DOCKER_HOST at a running one"
+)
+_MEMORY = re.compile(r"^\d+[bkmg]?$", re.IGNORECASE)
+_USER = re.compile(r"^\d+(:\d+)?$")
+
+
+def _engine_address() -> str:
+    return os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+
+
+class DockerSandbox:
+    """One sample's container. Paths are relative to `workdir` unless absolute."""
+
+    workdir = WORKDIR
+    private_dir = PRIVATE_DIR
+
+    def __init__(self, backend: DockerBackend, container: Any):
+        self._backend = backend
+        self._container = container
+        self._api = backend.client.api
+        self.container_id: str = container.id
+
+    def _abs(self, path: str) -> str:
+        return posixpath.normpath(posixpath.join(WORKDIR, path))
+
+    async def _call(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """A blocking SDK call in a thread; engine errors become `SandboxError`."""
+        from docker.errors import DockerException
+
+        try:
+            return await asyncio.to_thread(fn, *args, **kwargs)
+        except DockerException as exc:
+            raise SandboxError(f"docker {what} failed: {exc}") from exc
+
+    async def exec(
+        self,
+        cmd: Command,
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout_s: float | None = None,
+    ) -> ExecResult:
+        argv = ["bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
+        full_env = sandbox_env(home=HOME_DIR, tmpdir="/tmp", path=SANDBOX_PATH, extra=env)
+        session = ExecSession.new(EXEC_DIR)
+        wrapped = session.argv(argv, cwd=self._abs(cwd or "."), env=full_env)
+        started = time.monotonic()
+        created = await self._call(
+            "exec",
+            self._api.exec_create,
+            self._container.id,
+            wrapped,
+            stdin=False,
+            user=self._backend.user,
+        )
+        exec_id = created["Id"]
+        sock = await self._call("exec", self._api.exec_start, exec_id, socket=True)
+        out = BoundedBuffer(self._backend.output_limit)
+        err = BoundedBuffer(self._backend.output_limit)
+        drained = _pump_in_thread(sock, out, err)
+        timed_out = False
+        try:
+            await asyncio.wait_for(asyncio.shield(drained), timeout_s)
+        except TimeoutError:
+            timed_out = True
+            await self._kill(session, drained, sock)
+        except asyncio.CancelledError:
+            await self._kill(session, drained, sock)
+            raise
+        exit_code = None
+        if not timed_out:
+            inspected = await self._call("exec inspect", self._api.exec_inspect, exec_id)
+            exit_code = inspected.get("ExitCode")
+        return ExecResult(
+            exit_code=exit_code,
+            stdout=out.text(),
+            stderr=err.text(),
+            duration_s=time.monotonic() - started,
+            timed_out=timed_out,
+            stdout_bytes=out.total,
+            stderr_bytes=err.total,
+        )
+
+    async def _kill(self, session: ExecSession, drained: asyncio.Future, sock: Any) -> None:
+        """Kill the session's tree; restart the container if that does not end the command."""
+        with suppress(SandboxError):
+            await self._call(
+                "exec", self._container.exec_run, session.kill_argv(), user="0", stdout=False
+            )
+        with suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(drained), KILL_GRACE_S)
+            return
+        with suppress(SandboxError):
+            await self._call("restart", self._container.restart, timeout=0)
+        with suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(drained), KILL_GRACE_S)
+            return
+        _close_socket(sock)
+
+    async def write_file(self, path: str, data: bytes | str) -> None:
+        target = self._abs(path)
+        payload = data.encode() if isinstance(data, str) else data
+        stat = await self._stat(target)
+        if stat is not None and stat.get("mode", 0) & (1 << 31):
+            raise IsADirectoryError(f"is a directory in the sandbox: {target}")
+        archive = tar_file(target.lstrip("/"), payload, self._backend.owner_ids)
+        await self._call("put_archive", self._container.put_archive, "/", archive)
+
+    async def _stat(self, target: str) -> dict | None:
+        """The engine's stat of `target` (HEAD on the archive endpoint), None when it is absent."""
+        from docker.utils import decode_json_header
+
+        url = self._api._url("/containers/{0}/archive", self._container.id)
+        response = await self._call("stat", self._api.head, url, params={"path": target})
+        if response.status_code == 404:
+            return None
+        header = response.headers.get("X-Docker-Container-Path-Stat")
+        return decode_json_header(header) if header else None
+
+    async def read_file(self, path: str) -> bytes:
+        from docker.errors import NotFound
+
+        target = self._abs(path)
+        for _ in range(8):  # follow at most 8 symlinks, resolved by the engine inside the container
+            try:
+                chunks, stat = await self._call("get_archive", self._container.get_archive, target)
+            except SandboxError as exc:
+                if isinstance(exc.__cause__, NotFound):
+                    raise FileNotFoundError(f"no such file in the sandbox: {target}") from exc
+                raise
+            if stat.get("linkTarget"):
+                target = stat["linkTarget"]
+                continue
+            if stat.get("mode", 0) & (1 << 31):
+                raise IsADirectoryError(f"is a directory in the sandbox: {target}")
+            archive = await self._call("get_archive", b"".join, chunks)
+            return _single_file(archive, target)
+        raise SandboxError(f"too many symlinks reading {path}")
+
+    async def put(self, host_dir: Path, path: str = ".") -> None:
+        target = self._abs(path)
+        try:
+            archive = await asyncio.to_thread(
+                tar_folder, Path(host_dir), target.lstrip("/"), self._backend.owner_ids
+            )
+        except OSError as exc:
+            raise SandboxError(
+                f"reading {host_dir} to copy into the sandbox failed: {exc}"
+            ) from exc
+        await self._call("put_archive", self._container.put_archive, "/", archive)
+
+
+def _single_file(archive: bytes, target: str) -> bytes:
+    import io
+    import tarfile
+
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        for member in tar:
+            extracted = tar.extractfile(member)
+            if extracted is not None:
+                return extracted.read()
+    raise SandboxError(f"docker returned no file for {target}")
+
+
+def _pump_in_thread(sock: Any, out: BoundedBuffer, err: BoundedBuffer) -> asyncio.Future:
+    """Read an exec's multiplexed stream in a thread of its own; the future ends with the stream."""
+    from docker.utils.socket import STDERR, frames_iter
+
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future = loop.create_future()
+
+    def finish() -> None:
+        if not done.done():
+            done.set_result(None)
+
+    def pump() -> None:
+        try:
+            for stream, data in frames_iter(sock, tty=False):
+                (err if stream == STDERR else out).feed(data)
+        except (OSError, ValueError):
+            pass  # the socket was closed under us: the output ends here
+        finally:
+            _close_socket(sock)
+            with suppress(RuntimeError):  # the loop is gone: nobody is waiting
+                loop.call_soon_threadsafe(finish)
+
+    threading.Thread(target=pump, name="evalrun-docker-exec", daemon=True).start()
+    return done
+
+
+def _close_socket(sock: Any) -> None:
+    raw = getattr(sock, "_sock", sock)
+    with suppress(OSError):
+        raw.shutdown(socket.SHUT_RDWR)
+    with suppress(OSError):
+        sock.close()
+
+
+class DockerBackend:
+    """`sandbox=docker`: see the module docstring."""
+
+    name = "docker"
+    isolated = True
+
+    def __init__(
+        self,
+        image: str = DEFAULT_IMAGE,
+        network: str = "none",
+        memory: str | None = "2g",
+        cpus: float | None = 1.0,
+        pids_limit: int | None = 512,
+        user: str = "1000:1000",
+        output_limit_bytes: int = 256 * 1024,
+        keep_workspaces: bool = False,
+    ):
+        if memory is not None and not _MEMORY.match(str(memory)):
+            raise SandboxUnavailable(
+                f"sandbox.memory: expected a size like 512m or 2g (or null), got {memory!r}"
+            )
+        if not _USER.match(str(user)):
+            raise SandboxUnavailable(
+                f"sandbox.user: expected a numeric uid or uid:gid like 1000:1000, got {user!r}"
+            )
+        for knob, value in (("cpus", cpus), ("pids_limit", pids_limit)):
+            if value is not None and value <= 0:
+                raise SandboxUnavailable(
+                    f"sandbox.{knob}: expected a positive number or null, got {value}"
+                )
+        self.image = image
+        self.network = network
+        self.memory = memory
+        self.cpus = cpus
+        self.pids_limit = pids_limit
+        self.user = str(user)
+        uid, _, gid = self.user.partition(":")
+        self.owner_ids = (int(uid), int(gid or uid))
+        self.output_limit = output_limit_bytes
+        self.keep_workspaces = keep_workspaces
+        self.owner_label = f"{socket.gethostname()}:{os.getpid()}"
+
+    @cached_property
+    def client(self) -> Any:
+        """The SDK client, from DOCKER_HOST or the default socket (raises `SandboxUnavailable`)."""
+        try:
+            import docker
+        except ImportError as exc:
+            raise SandboxUnavailable(
+                "sandbox=docker needs the docker SDK, which is not installed: "
+                "pip install 'evalrun[docker]'"
+            ) from exc
+        try:
+            return docker.from_env(max_pool_size=64)
+        except docker.errors.DockerException as exc:
+            raise SandboxUnavailable(
+                f"sandbox=docker cannot reach the Docker engine at {_engine_address()}: {exc}. "
+                f"{ENGINE_HINT}"
+            ) from exc
+
+    def preflight(self) -> None:
+        """Engine reachable, image present, network known; then remove orphaned containers."""
+        client = self.client  # first: says which extra to install when the SDK is missing
+        import docker
+
+        try:
+            client.ping()
+        except docker.errors.DockerException as exc:
+            raise SandboxUnavailable(
+                f"sandbox=docker cannot reach the Docker engine at {_engine_address()}: {exc}. "
+                f"{ENGINE_HINT}"
+            ) from exc
+        try:
+            client.images.get(self.image)
+        except docker.errors.ImageNotFound as exc:
+            hint = BUILD_HINT
+            if self.image != DEFAULT_IMAGE:
+                hint = f"load it, or {BUILD_HINT} and set sandbox.image={DEFAULT_IMAGE}"
+            raise SandboxUnavailable(
+                f"sandbox.image: {self.image!r} is not in the Docker engine at "
+                f"{_engine_address()}; {hint}"
+            ) from exc
+        if self.network != "none":
+            try:
+                client.networks.get(self.network)
+            except docker.errors.NotFound as exc:
+                raise SandboxUnavailable(
+                    f"sandbox.network: the engine has no network {self.network!r} "
+                    "(use none, or a network listed by `docker network ls`)"
+                ) from exc
+        self.remove_orphans()
+
+    def remove_orphans(self) -> int:
+        """Remove containers made on this host by evalrun processes that no longer exist."""
+        host = socket.gethostname()
+        removed = 0
+        for container in self.client.containers.list(all=True, filters={"label": LABEL}):
+            labels = container.labels or {}
+            owner_host, _, pid = labels.get(OWNER_LABEL, "").partition(":")
+            if owner_host != host or labels.get(KEEP_LABEL) or not pid.isdigit():
+                continue
+            if _alive(int(pid)):
+                continue
+            with suppress(Exception):
+                container.remove(force=True)
+                removed += 1
+        return removed
+
+    def _create(self, label: str) -> Any:
+        """Create, seed and start one container (blocking; runs in a thread)."""
+        container = self.client.containers.create(
+            self.image,
+            ["sleep", "infinity"],
+            init=True,
+            network_mode=self.network,
+            mem_limit=self.memory,
+            memswap_limit=self.memory,
+            nano_cpus=int(self.cpus * 1e9) if self.cpus else None,
+            pids_limit=self.pids_limit,
+            cap_drop=["ALL"],
+            cap_add=CAPABILITIES,
+            security_opt=["no-new-privileges"],
+            working_dir=WORKDIR,
+            hostname="sandbox",
+            labels={
+                LABEL: "1",
+                OWNER_LABEL: self.owner_label,
+                "evalrun.sample": label[:200],
+                **({KEEP_LABEL: "1"} if self.keep_workspaces else {}),
+            },
+        )
+        try:
+            modes = {WORKDIR: 0o755, HOME_DIR: 0o755, PRIVATE_DIR: 0o700, EXEC_DIR: 0o700}
+            folders = tar_dirs({path[1:]: mode for path, mode in modes.items()}, self.owner_ids)
+            container.put_archive("/", folders)
+            container.start()
+        except Exception:
+            container.remove(force=True)
+            raise
+        return container
+
+    def _dispose(self, container: Any) -> None:
+        if self.keep_workspaces:
+            with suppress(Exception):
+                container.kill()
+            return
+        with suppress(Exception):
+            container.remove(force=True)
+
+    @asynccontextmanager
+    async def open(self, label: str) -> AsyncIterator[DockerSandbox]:
+        import docker
+
+        creating = asyncio.ensure_future(asyncio.to_thread(self._create, label))
+        try:
+            container = await asyncio.shield(creating)
+        except asyncio.CancelledError:
+            # The thread goes on creating the container; wait for it and remove it.
+            with suppress(Exception):
+                await asyncio.to_thread(self._dispose, await creating)
+            raise
+        except docker.errors.DockerException as exc:
+            raise SandboxError(f"docker could not start {self.image}: {exc}") from exc
+        try:
+            yield DockerSandbox(self, container)
+        finally:
+            disposing = asyncio.ensure_future(asyncio.to_thread(self._dispose, container))
+            try:
+                await asyncio.shield(disposing)
+            except asyncio.CancelledError:
+                await disposing
+                raise
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,296 @@
+"""The `modal` backend: one `modal.Sandbox` per sample, files moved only through Modal's API.
+
+NOTE: Modal's cloud cannot be reached from the machines evalrun is developed on. This module is
+written against the modal SDK's real API (1.6: `App.lookup`, `Image.debian_slim().apt_install`,
+`Image.from_registry`, `Sandbox.create`, `Sandbox.exec`, `Sandbox.filesystem`,
+`Sandbox.terminate`, all through their `.aio` variants) but it is exercised only against a
+stand-in of that SDK surface (`tests/sandbox/modal_standin.py`), never against Modal itself.
+
+Each sample gets a fresh sandbox from `image` (a registry tag, or by default `debian_slim` with
+git and sqlite3 added), with `block_network=True` unless configured otherwise and a lifetime of
+`timeout_s`; it is terminated when the sample ends, also on cancellation. Nothing of the host is
+mounted: files go in with `filesystem.write_bytes` (folders as a tar unpacked inside) and come out
+with `filesystem.read_bytes`. Commands run through `evalrun.sandbox.container.ExecSession`, as on
+Docker: an allow-listed environment, a session of their own, the whole tree killed on timeout
+(and Modal's own exec timeout as a backstop).
+
+```
+/workspace     the sample's workspace (`workdir`)
+/evalrun       the harness's private folder (`private_dir`): answer file, exec pid files
+/home/agent    HOME, empty;  /tmp  TMPDIR
+```
+
+Known limitation: commands run as root inside the Modal sandbox (Modal's default), so unlike the
+docker backend an agent there could alter the system tools verify.sh later uses.
+
+Credentials come from MODAL_TOKEN_ID + MODAL_TOKEN_SECRET or from `~/.modal.toml` (or the file
+MODAL_CONFIG_PATH names); without them `preflight()` stops the run before it starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import posixpath
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+from evalrun.errors import SandboxError, SandboxUnavailable
+from evalrun.sandbox.base import Command, ExecResult, sandbox_env
+from evalrun.sandbox.container import ExecSession, tar_folder
+from evalrun.sandbox.output import BoundedBuffer
+
+WORKDIR = "/workspace"
+PRIVATE_DIR = "/evalrun"
+HOME_DIR = "/home/agent"
+EXEC_DIR = f"{PRIVATE_DIR}/exec"
+SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+KILL_GRACE_S = 5.0
+EXEC_TIMEOUT_MARGIN_S = 10  # Modal's exec timeout, a backstop behind ours
+_PREPARE = f"mkdir -p {WORKDIR} {HOME_DIR} && mkdir -p -m 0700 {PRIVATE_DIR} {EXEC_DIR}"
+_UNTAR = 'mkdir -p -- "$1" && tar -x -f "$2" -C "$1"; status=$?; rm -f -- "$2"; exit $status'
+
+
+def _modal() -> Any:
+    try:
+        import modal
+    except ImportError as exc:
+        raise SandboxUnavailable(
+            "sandbox=modal needs the modal SDK, which is not installed: "
+            "pip install 'evalrun[modal]'"
+        ) from exc
+    return modal
+
+
+class ModalSandbox:
+    """One sample's Modal sandbox. Paths are relative to `workdir` unless absolute."""
+
+    workdir = WORKDIR
+    private_dir = PRIVATE_DIR
+
+    def __init__(self, sandbox: Any, output_limit: int):
+        self._sb = sandbox
+        self._output_limit = output_limit
+        self.sandbox_id: str | None = getattr(sandbox, "object_id", None)
+
+    def _abs(self, path: str) -> str:
+        return posixpath.normpath(posixpath.join(WORKDIR, path))
+
+    async def _plain(self, argv: Sequence[str]) -> tuple[int, str]:
+        """Run a short harness command; (exit code, stderr)."""
+        modal = _modal()
+        try:
+            proc = await self._sb.exec.aio(*argv, text=False)
+            _, stderr, code = await asyncio.gather(
+                proc.stdout.read.aio(), proc.stderr.read.aio(), proc.wait.aio()
+            )
+        except modal.exception.Error as exc:
+            raise SandboxError(f"modal exec failed: {exc}") from exc
+        return code, stderr.decode(errors="replace")
+
+    async def exec(
+        self,
+        cmd: Command,
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout_s: float | None = None,
+    ) -> ExecResult:
+        modal = _modal()
+        argv = ["bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
+        full_env = sandbox_env(home=HOME_DIR, tmpdir="/tmp", path=SANDBOX_PATH, extra=env)
+        session = ExecSession.new(EXEC_DIR)
+        wrapped = session.argv(argv, cwd=self._abs(cwd or "."), env=full_env)
+        backstop = None if timeout_s is None else math.ceil(timeout_s) + EXEC_TIMEOUT_MARGIN_S
+        started = time.monotonic()
+        try:
+            proc = await self._sb.exec.aio(*wrapped, text=False, timeout=backstop)
+        except modal.exception.Error as exc:
+            raise SandboxError(f"modal exec failed: {exc}") from exc
+        out, err = BoundedBuffer(self._output_limit), BoundedBuffer(self._output_limit)
+        work = asyncio.ensure_future(
+            asyncio.gather(_drain(proc.stdout, out), _drain(proc.stderr, err), proc.wait.aio())
+        )
+        timed_out = False
+        try:
+            await asyncio.wait_for(asyncio.shield(work), timeout_s)
+        except TimeoutError:
+            timed_out = True
+            await self._kill(session, work)
+        except asyncio.CancelledError:
+            await self._kill(session, work)
+            raise
+        except modal.exception.Error as exc:
+            raise SandboxError(f"modal exec failed: {exc}") from exc
+        return ExecResult(
+            exit_code=None if timed_out else proc.returncode,
+            stdout=out.text(),
+            stderr=err.text(),
+            duration_s=time.monotonic() - started,
+            timed_out=timed_out,
+            stdout_bytes=out.total,
+            stderr_bytes=err.total,
+        )
+
+    async def _kill(self, session: ExecSession, work: asyncio.Future) -> None:
+        with suppress(SandboxError):
+            await self._plain(session.kill_argv())
+        with suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(work), KILL_GRACE_S)
+        work.cancel()
+        with suppress(BaseException):
+            await work
+
+    async def write_file(self, path: str, data: bytes | str) -> None:
+        modal = _modal()
+        payload = data.encode() if isinstance(data, str) else data
+        target = self._abs(path)
+        try:
+            await self._sb.filesystem.write_bytes.aio(payload, target)
+        except modal.exception.SandboxFilesystemIsADirectoryError as exc:
+            raise IsADirectoryError(f"is a directory in the sandbox: {target}") from exc
+        except modal.exception.Error as exc:
+            raise SandboxError(f"modal could not write {target}: {exc}") from exc
+
+    async def read_file(self, path: str) -> bytes:
+        modal = _modal()
+        target = self._abs(path)
+        try:
+            return await self._sb.filesystem.read_bytes.aio(target)
+        except modal.exception.SandboxFilesystemNotFoundError as exc:
+            raise FileNotFoundError(f"no such file in the sandbox: {target}") from exc
+        except modal.exception.SandboxFilesystemIsADirectoryError as exc:
+            raise IsADirectoryError(f"is a directory in the sandbox: {target}") from exc
+        except modal.exception.Error as exc:
+            raise SandboxError(f"modal could not read {target}: {exc}") from exc
+
+    async def put(self, host_dir: Path, path: str = ".") -> None:
+        try:
+            archive = await asyncio.to_thread(tar_folder, Path(host_dir))
+        except OSError as exc:
+            raise SandboxError(f"reading {host_dir} for the sandbox failed: {exc}") from exc
+        staged = ExecSession.new(EXEC_DIR).pidfile + ".tar"
+        await self.write_file(staged, archive)
+        code, stderr = await self._plain(["bash", "-c", _UNTAR, "untar", self._abs(path), staged])
+        if code != 0:
+            raise SandboxError(f"unpacking {host_dir} in the sandbox failed: {stderr.strip()}")
+
+
+async def _drain(stream: Any, buffer: BoundedBuffer) -> None:
+    async for chunk in stream:
+        buffer.feed(chunk if isinstance(chunk, bytes) else chunk.encode())
+
+
+class ModalBackend:
+    """`sandbox=modal`: see the module docstring."""
+
+    name = "modal"
+    isolated = True
+
+    def __init__(
+        self,
+        image: str | None = None,
+        python_version: str = "3.11",
+        apt_packages: Sequence[str] = ("git", "sqlite3"),
+        app_name: str = "evalrun",
+        block_network: bool = True,
+        timeout_s: int = 3600,
+        cpu: float | None = None,
+        memory_mb: int | None = None,
+        output_limit_bytes: int = 256 * 1024,
+        keep_workspaces: bool = False,
+    ):
+        if timeout_s < 1:
+            raise SandboxUnavailable(
+                f"sandbox.timeout_s: expected a positive number, got {timeout_s}"
+            )
+        self.image = image
+        self.python_version = python_version
+        self.apt_packages = tuple(apt_packages)
+        self.app_name = app_name
+        self.block_network = block_network
+        self.timeout_s = timeout_s
+        self.cpu = cpu
+        self.memory_mb = memory_mb
+        self.output_limit = output_limit_bytes
+        self.keep_workspaces = keep_workspaces
+        self._app: Any = None  # looked up on first use; a race only looks it up twice
+        self._image: Any = None
+
+    def preflight(self) -> None:
+        """The SDK is installed and credentials are configured (nothing is contacted yet)."""
+        _modal()
+        if os.environ.get("MODAL_TOKEN_ID") and os.environ.get("MODAL_TOKEN_SECRET"):
+            return
+        config = os.environ.get("MODAL_CONFIG_PATH") or os.path.expanduser("~/.modal.toml")
+        if os.path.isfile(config):
+            return
+        raise SandboxUnavailable(
+            "sandbox=modal needs Modal credentials: set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET, "
+            f"or run `modal token new` to write {config}"
+        )
+
+    def _image_spec(self) -> Any:
+        modal = _modal()
+        if self._image is None:
+            if self.image:
+                self._image = modal.Image.from_registry(self.image)
+            else:
+                base = modal.Image.debian_slim(python_version=self.python_version)
+                self._image = base.apt_install(*self.apt_packages) if self.apt_packages else base
+        return self._image
+
+    async def _lookup_app(self) -> Any:
+        if self._app is None:
+            modal = _modal()
+            self._app = await modal.App.lookup.aio(self.app_name, create_if_missing=True)
+        return self._app
+
+    async def _create(self) -> Any:
+        modal = _modal()
+        try:
+            return await modal.Sandbox.create.aio(
+                "sleep",
+                "infinity",
+                app=await self._lookup_app(),
+                image=self._image_spec(),
+                timeout=self.timeout_s,
+                block_network=self.block_network,
+                workdir=WORKDIR,
+                cpu=self.cpu,
+                memory=self.memory_mb,
+            )
+        except modal.exception.Error as exc:
+            raise SandboxError(f"modal could not create a sandbox: {exc}") from exc
+
+    async def _terminate(self, sandbox: Any) -> None:
+        if not self.keep_workspaces:
+            with suppress(Exception):
+                await sandbox.terminate.aio()
+
+    @asynccontextmanager
+    async def open(self, label: str) -> AsyncIterator[ModalSandbox]:
+        creating = asyncio.ensure_future(self._create())
+        try:
+            sandbox = await asyncio.shield(creating)
+        except asyncio.CancelledError:
+            with suppress(Exception):
+                await self._terminate(await creating)
+            raise
+        try:
+            box = ModalSandbox(sandbox, self.output_limit)
+            code, stderr = await box._plain(["bash", "-c", _PREPARE])
+            if code != 0:
+                raise SandboxError(f"preparing the modal sandbox failed: {stderr.strip()}")
+            yield box
+        finally:
+            closing = asyncio.ensure_future(self._terminate(sandbox))
+            try:
+                await asyncio.shield(closing)
+            except asyncio.CancelledError:
+                await closing
+                raise

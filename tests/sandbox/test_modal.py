@@ -1,0 +1,172 @@
+"""The modal backend beyond the shared conformance suite.
+
+Modal's cloud cannot be reached from here: everything below that runs a sandbox runs against the
+stand-in in `tests/sandbox/modal_standin.py`, never against Modal. What ties the stand-in to the
+real SDK is `test_the_standin_matches_the_real_sdk_surface`, which checks every name and keyword
+the backend uses against the installed `modal` package.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import sys
+
+import pytest
+
+from evalrun.cli import compose_config, main
+from evalrun.errors import SandboxUnavailable, UsageError
+from evalrun.plan import build
+from evalrun.sandbox.modal import ModalBackend
+from tests.conftest import require_engine
+from tests.sandbox import modal_standin
+from tests.sandbox.modal_standin import StandinState, install_modal_standin
+
+
+@pytest.fixture
+def standin(monkeypatch: pytest.MonkeyPatch) -> StandinState:
+    require_engine(modal_standin.available(), "the Modal stand-in (bwrap, nsenter, root)")
+    return install_modal_standin(monkeypatch)
+
+
+@pytest.fixture
+def no_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    monkeypatch.delenv("MODAL_TOKEN_ID", raising=False)
+    monkeypatch.delenv("MODAL_TOKEN_SECRET", raising=False)
+    monkeypatch.setenv("MODAL_CONFIG_PATH", str(tmp_path / "absent.toml"))
+
+
+def test_missing_credentials_stop_the_run_before_it_starts(no_credentials):
+    with pytest.raises(SandboxUnavailable) as caught:
+        ModalBackend().preflight()
+    assert "MODAL_TOKEN_ID" in str(caught.value) and "MODAL_TOKEN_SECRET" in str(caught.value)
+    assert caught.value.exit_code == 2
+
+
+def test_a_modal_toml_counts_as_credentials(no_credentials, monkeypatch, tmp_path):
+    config = tmp_path / "modal.toml"
+    config.write_text('[default]\ntoken_id = "ak-x"\ntoken_secret = "as-x"\n')
+    monkeypatch.setenv("MODAL_CONFIG_PATH", str(config))
+    ModalBackend().preflight()
+
+
+def test_missing_sdk_says_which_extra_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "modal", None)
+    with pytest.raises(SandboxUnavailable, match=r"pip install 'evalrun\[modal\]'"):
+        ModalBackend().preflight()
+
+
+def test_sandbox_modal_composes_and_typos_fail(make_task):
+    cfg = compose_config(["sandbox=modal", f"tasks_dir={make_task().parent}"])
+    backend = build(cfg).backend
+    assert isinstance(backend, ModalBackend)
+    assert backend.block_network is True and backend.apt_packages == ("git", "sqlite3")
+    with pytest.raises(UsageError, match="block_networks"):
+        compose_config(["sandbox=modal", "sandbox.block_networks=false"])
+
+
+def test_the_standin_matches_the_real_sdk_surface():
+    """Every call the backend makes exists in the installed modal SDK with these keywords."""
+    modal = pytest.importorskip("modal", reason="the modal SDK is an optional extra")
+    from modal.container_process import _ContainerProcess
+    from modal.sandbox._filesystem import _SandboxFilesystem
+    from modal.sandbox._sandbox import _Sandbox
+
+    def params(fn) -> set[str]:
+        return set(inspect.signature(fn).parameters)
+
+    assert {"app", "image", "timeout", "block_network", "workdir", "cpu", "memory"} <= params(
+        _Sandbox.create
+    )
+    assert {"text", "timeout"} <= params(_Sandbox.exec)
+    assert {"create_if_missing"} <= params(modal.app._App.lookup)
+    assert {"python_version"} <= params(modal.image._Image.debian_slim)
+    for name in ("read_bytes", "write_bytes"):
+        assert hasattr(_SandboxFilesystem, name)
+    write_order = list(inspect.signature(_SandboxFilesystem.write_bytes).parameters)
+    assert write_order[1:3] == ["data", "remote_path"]  # positional, as the backend calls it
+    for name in ("wait", "returncode", "stdout", "stderr"):
+        assert hasattr(_ContainerProcess, name)
+    for obj in (
+        modal.Sandbox.create,
+        modal.App.lookup,
+        modal.Sandbox.exec,
+        modal.Sandbox.terminate,
+    ):
+        assert callable(obj.aio)
+    assert callable(modal.Image.debian_slim) and callable(modal.Image.from_registry)
+    for name in ("Error", "SandboxFilesystemNotFoundError", "SandboxFilesystemIsADirectoryError"):
+        assert issubclass(getattr(modal.exception, name), Exception)
+        assert hasattr(modal_standin, name)
+
+
+def test_sandbox_is_made_as_configured_and_blocks_the_network(standin: StandinState):
+    backend = ModalBackend(timeout_s=900, cpu=2.0, memory_mb=1024)
+    probe = "import socket; socket.create_connection(('1.1.1.1', 80), timeout=3)"
+
+    async def body():
+        async with backend.open("net") as box:
+            return await box.exec(["python3", "-c", probe])
+
+    result = asyncio.run(body())
+    assert not result.ok and "Network is unreachable" in result.stderr
+    (sandbox,) = standin.sandboxes
+    assert sandbox.spec["block_network"] is True
+    assert (sandbox.spec["timeout"], sandbox.spec["cpu"], sandbox.spec["memory"]) == (
+        900,
+        2.0,
+        1024,
+    )
+    assert sandbox.spec["app"] == "evalrun" and sandbox.spec["workdir"] == "/workspace"
+    assert sandbox.spec["image"].recipe == (
+        "debian_slim(python_version=3.11)",
+        "apt_install('git', 'sqlite3')",
+    )
+
+
+def test_a_registry_image_and_an_open_network_are_passed_through(standin: StandinState):
+    backend = ModalBackend(image="python:3.11-slim", block_network=False)
+
+    async def body():
+        async with backend.open("open") as box:
+            return await box.exec("true")
+
+    assert asyncio.run(body()).ok
+    (sandbox,) = standin.sandboxes
+    assert sandbox.spec["block_network"] is False
+    assert sandbox.spec["image"].recipe == ("from_registry(python:3.11-slim)",)
+
+
+def test_sandbox_is_terminated_when_the_sample_is_cancelled(standin: StandinState):
+    backend = ModalBackend()
+
+    async def body():
+        started = asyncio.Event()
+
+        async def sample():
+            async with backend.open("cancel") as box:
+                started.set()
+                await box.exec("sleep 300")
+
+        task = asyncio.ensure_future(sample())
+        await started.wait()
+        await asyncio.sleep(0.3)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(body())
+    (sandbox,) = standin.sandboxes
+    assert not sandbox.root.exists()
+    assert sandbox._init.returncode is not None
+
+
+def test_evalrun_check_on_modal_as_a_user_types_it(standin: StandinState, make_task, capsys):
+    suite = make_task("001-answer").parent
+    with pytest.raises(SystemExit) as exited:
+        main(["check", "sandbox=modal", f"tasks_dir={suite}"])
+    out = capsys.readouterr().out
+    assert exited.value.code == 0, out
+    assert "sandbox=modal" in out and "all 1 oracles honest" in out
+    assert len(standin.sandboxes) == 3  # gold, untouched, wrong/off-by-one
+    assert all(not s.root.exists() for s in standin.sandboxes)
