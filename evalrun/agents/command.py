@@ -2,8 +2,11 @@
 
     evalrun agent=command agent.cmd='my-agent --yes --prompt-file {prompt_file}'
 
-The prompt is written to a file outside the workspace (under `sandbox.private_dir`) and only the
-shell-quoted *path* is put into the command line - the prompt text never goes through a shell.
+The prompt is written to a file outside the workspace and only the shell-quoted *path* is put
+into the command line - the prompt text never goes through a shell. The file lives in a scratch
+folder the command's own user creates under the sandbox's TMPDIR (`mktemp -d`), so the CLI can
+write its trajectory and usage files next to it on every backend, while the harness's
+`private_dir` stays out of the agent's reach.
 Placeholders, each replaced by a shell-quoted path (write `{{` / `}}` for literal braces):
 
   {prompt_file}      the task's prompt, UTF-8 text               also in $EVALRUN_PROMPT_FILE
@@ -42,7 +45,7 @@ from collections.abc import Mapping, Sequence
 from pydantic import ValidationError
 
 from evalrun.agents.coder_tools import SUMMARY_CHARS, clip
-from evalrun.errors import UsageError
+from evalrun.errors import SandboxError, UsageError
 from evalrun.pricing import resolve_price
 from evalrun.records import AgentResult, ToolCall, Usage
 from evalrun.sandbox.base import Sandbox
@@ -144,6 +147,17 @@ async def _read_optional(sandbox: Sandbox, path: str) -> str | None:
     return data.decode("utf-8", errors="replace")
 
 
+async def _scratch_folder(sandbox: Sandbox) -> str:
+    """A fresh folder outside the workspace, created (and so writable) by the sandbox's user."""
+    made = await sandbox.exec(
+        ["bash", "-c", 'mktemp -d "${TMPDIR:-/tmp}/evalrun-agent.XXXXXX"'], timeout_s=60
+    )
+    folder = made.stdout.strip()
+    if not made.ok or not folder.startswith("/"):
+        raise SandboxError(f"could not make a scratch folder for the agent: {made.stderr.strip()}")
+    return folder
+
+
 class CommandAgent:
     """See the module docstring."""
 
@@ -181,7 +195,7 @@ class CommandAgent:
             )
 
     async def run(self, task: Task, sandbox: Sandbox) -> AgentResult:
-        folder = posixpath.join(sandbox.private_dir, "agent")
+        folder = await _scratch_folder(sandbox)
         paths = {key: posixpath.join(folder, name) for key, name in FILE_NAMES.items()}
         await sandbox.write_file(paths["prompt_file"], task.spec.prompt)
         quoted = {key: shlex.quote(path) for key, path in paths.items()}
