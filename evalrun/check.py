@@ -1,8 +1,10 @@
 """`evalrun check`: prove every task's oracle honest before trusting any score it gives.
 
-For each task: the gold solution must PASS, the untouched workspace must FAIL, and every
-`wrong/<name>/` near-miss overlay must FAIL. An oracle that fails any of these is dishonest - too
-weak, broken, or flaky - and `check` exits 1 naming it.
+For each task, whatever its format: the gold solution must PASS, the untouched workspace must
+FAIL, and every near-miss overlay its format offers (`wrong/<name>/` for evalrun tasks; Harbor
+tasks have none) must FAIL. For reward-based formats PASS means a reward at or above the run's
+`reward_threshold`, and the table shows each reward. An oracle that fails any of these is
+dishonest - too weak, broken, or flaky - and `check` exits 1 naming it.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ def probes_for(task: Task) -> list[Probe]:
         Probe("gold", OracleAgent(), Outcome.passed),
         Probe("untouched", NoopAgent(), Outcome.failed),
     ]
-    for folder in task.layout.wrong_dirs:
+    for folder in task.format.wrong_overlays():
         probes.append(
             Probe(f"wrong/{folder.name}", OverlayAgent(folder, folder.name), Outcome.failed)
         )
@@ -103,4 +105,8 @@ def report(results: list[ProbeResult], console: Console) -> list[str]:
 
 
 def _mark(result: ProbeResult) -> str:
-    return "[green]ok[/]" if result.honest else f"[red]{result.record.outcome.value}[/]"
+    reward = result.record.scores.get("reward")
+    shown = f" (reward {reward:g})" if reward is not None else ""
+    if result.honest:
+        return f"[green]ok[/]{shown}"
+    return f"[red]{result.record.outcome.value}[/]{shown}"

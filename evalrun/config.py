@@ -177,6 +177,7 @@ class EvalConfig:
     limit: int | None = None
     concurrency: int = 4
     max_retries: int = 2
+    reward_threshold: float = 1.0  # reward-based tasks (Harbor format) pass at reward >= this
     timeouts: TimeoutsConf = field(default_factory=TimeoutsConf)
     keep_workspaces: bool = False
     dry_run: bool = False

@@ -1,6 +1,7 @@
 """Run a plan's cells: each in a fresh sandbox, bounded concurrency, one record per cell.
 
-A sample's life: open a sandbox -> copy setup/ and run setup.sh -> agent.run -> grade -> close.
+A sample's life: open a sandbox -> the task's format prepares the workspace -> agent.run ->
+grade (the format's hidden verifier) -> close.
 Nothing one sample does can abort the run: an agent crash or timeout is recorded and the sample
 is still graded; a harness failure is an `error` outcome, retried with backoff, then recorded.
 """
@@ -12,15 +13,18 @@ import os
 import signal
 import time
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
+from typing import cast
 
 from evalrun.agents.base import Agent
 from evalrun.errors import SandboxError
+from evalrun.formats.base import ImageBackend, SetupFailed
 from evalrun.grading import grade
 from evalrun.records import AgentResult, CellKey, Outcome, Phases, SampleRecord
 from evalrun.sandbox.base import Sandbox, SandboxBackend
 from evalrun.sandbox.output import tail_text
-from evalrun.tasks import SETUP_SCRIPT, Task
+from evalrun.tasks import Task
 
 AGENT_OUTPUT_CHARS = 20_000
 
@@ -40,28 +44,15 @@ LogSink = Callable[[CellKey, str, str], None]
 """Called with (cell, log name, text) for each log a sample produces."""
 
 
-class _SetupFailed(Exception):
-    def __init__(self, reason: str, timed_out: bool):
-        super().__init__(reason)
-        self.timed_out = timed_out
+def _open(backend: SandboxBackend, task: Task, label: str) -> AbstractAsyncContextManager[Sandbox]:
+    """A fresh sandbox for one sample, in the task's own image when its format needs one.
 
-
-async def _setup(task: Task, box: Sandbox, timeout_s: float) -> str:
-    layout = task.layout
-    if layout.setup_dir.is_dir():
-        await box.put(layout.setup_dir, ".")
-    if not (layout.setup_dir / SETUP_SCRIPT).is_file():
-        return ""
-    result = await box.exec(
-        f"bash {SETUP_SCRIPT}; status=$?; rm -f {SETUP_SCRIPT}; exit $status", timeout_s=timeout_s
-    )
-    log = result.stdout + result.stderr
-    if result.timed_out:
-        raise _SetupFailed(f"setup.sh timed out after {timeout_s:g}s", timed_out=True)
-    if not result.ok:
-        detail = tail_text(log.strip(), 500)
-        raise _SetupFailed(f"setup.sh failed (exit {result.exit_code}): {detail}", timed_out=False)
-    return log
+    Planning (`evalrun.tasks.runnable_on`) only lets image tasks through to backends that offer
+    `open_in_image`.
+    """
+    if task.format.image is None:
+        return backend.open(label)
+    return cast(ImageBackend, backend).open_in_image(label, task.format.image)
 
 
 async def _run_agent(
@@ -102,11 +93,11 @@ async def attempt_sample(
         )
 
     try:
-        async with backend.open(key.label) as box:
+        async with _open(backend, task, key.label) as box:
             clock = time.monotonic()
             try:
-                setup_log = await _setup(task, box, limits.setup_s)
-            except _SetupFailed as exc:
+                setup_log = await task.format.prepare(box, limits.setup_s)
+            except SetupFailed as exc:
                 phases.setup = time.monotonic() - clock
                 return record(
                     Outcome.error,
@@ -148,6 +139,7 @@ async def attempt_sample(
                 reason=reason,
                 verify_exit_code=verdict.exit_code,
                 verify_output=verdict.output,
+                scores=dict(verdict.scores),
             )
     except (SandboxError, OSError) as exc:
         return record(Outcome.error, reason=f"sandbox failed: {exc}")

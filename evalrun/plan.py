@@ -25,7 +25,7 @@ from evalrun.gate import ThresholdProfile, build_profile
 from evalrun.records import CellKey
 from evalrun.redact import redact
 from evalrun.sandbox.base import SandboxBackend
-from evalrun.tasks import Difficulty, Task, load_suite
+from evalrun.tasks import Difficulty, Task, load_suite, runnable_on
 from evalrun.trackers.base import Tracker
 
 BUNDLED_TASKS = REPO_ROOT / "tasks"
@@ -152,13 +152,26 @@ def build(cfg: DictConfig) -> RunPlan:
     if cfg.concurrency < 1:
         raise UsageError(f"concurrency: expected a positive number, got {cfg.concurrency}")
     tasks_dir = resolve_tasks_dir(cfg.tasks_dir)
-    tasks = select(
-        load_suite(tasks_dir),
+    ids = as_list(cfg.ids, "ids")
+    backend = _instantiate(cfg.sandbox, "sandbox", keep_workspaces=cfg.keep_workspaces)
+    chosen = select(
+        load_suite(tasks_dir, reward_threshold=cfg.reward_threshold),
         tags=as_list(cfg.tags, "tags"),
         difficulty=as_list(cfg.difficulty, "difficulty"),
-        ids=as_list(cfg.ids, "ids"),
-        limit=cfg.limit,
+        ids=ids,
+        limit=None,
     )
+    # A task the backend cannot host (e.g. one needing its own image off docker) is skipped
+    # with its reason, or refused when named in ids; the limit applies to what can run.
+    tasks, skipped = runnable_on(chosen, backend, explicit=bool(ids))
+    if cfg.limit is not None:
+        tasks = select(tasks, tags=[], difficulty=[], ids=[], limit=cfg.limit)
+    if skipped:
+        from rich.console import Console
+
+        console = Console(stderr=True, soft_wrap=True)
+        for task_id, reason in skipped:
+            console.print(f"[yellow]skipped[/] {task_id}: {reason}", highlight=False)
     resolved = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(resolved, dict)
     run_dir = Path(cfg.run_dir)
@@ -177,7 +190,7 @@ def build(cfg: DictConfig) -> RunPlan:
             max_retries=cfg.max_retries,
         ),
         dry_run=cfg.dry_run,
-        backend=_instantiate(cfg.sandbox, "sandbox", keep_workspaces=cfg.keep_workspaces),
+        backend=backend,
         agent=_instantiate(cfg.agent, "agent"),
         tracker=_instantiate(cfg.tracker, "tracker"),
         profile=build_profile(cfg.profile, cfg.baseline),

@@ -1,16 +1,15 @@
-"""Task folders: the one place that knows their layout, loads them strictly and fingerprints them.
+"""Task folders: recognise each folder's format by its files, load it strictly, fingerprint it.
 
 ```
-NNN-slug/
-  task.yaml        id, prompt, max_steps, difficulty, tags, judges, agent_timeout_s
-  setup/           copied verbatim into a fresh workspace; setup/setup.sh runs there, then goes
-  verify/          the hidden oracle: verify.sh (required) + helpers, injected only after the agent
-  solution/        gold overlay (used by `evalrun check` and agent=oracle)
-  wrong/<name>/    near-miss overlays that must fail (used by `evalrun check`)
+tasks_dir/
+  001-native/    task.yaml                     -> evalrun's format (`formats.native`)
+  some-harbor/   task.toml + instruction.md    -> Harbor / Terminal-Bench 2.0 (`formats.harbor`)
 ```
 
-Loading is strict: a bad folder raises `TaskFormatError` naming the folder, file and field before
-any sandbox starts, so a broken task can never silently score 0.
+A tasks_dir may mix both. Every format maps onto the same `Task`: a `TaskSpec` (prompt, limits,
+difficulty, tags) plus the `TaskFormat` that prepares, solves and grades its samples. Loading is
+strict: a bad folder raises `TaskFormatError` naming the folder, file and field before any
+sandbox starts, so a broken task can never silently score 0.
 """
 
 from __future__ import annotations
@@ -19,107 +18,63 @@ import hashlib
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from evalrun.errors import TaskFormatError, UsageError
+from evalrun.formats import harbor, native
+from evalrun.formats.base import (
+    Difficulty,
+    FolderLayout,
+    JudgeSpec,
+    TaskFormat,
+    TaskSpec,
+)
+from evalrun.formats.native import (
+    ANSWER_ENV,
+    IGNORED_NAMES,
+    SETUP_SCRIPT,
+    SOLVE_SCRIPT,
+    TASK_FILE,
+    VERIFY_SCRIPT,
+    TaskLayout,
+)
+from evalrun.sandbox.base import SandboxBackend
 
-from evalrun.errors import TaskFormatError
-
-TASK_FILE = "task.yaml"
-_IGNORED_NAMES = {"__pycache__", ".DS_Store"}
-
-
-class Difficulty(StrEnum):
-    easy = "easy"
-    medium = "medium"
-    hard = "hard"
-
-
-class JudgeSpec(BaseModel):
-    """A G-Eval judge for one task: scores samples 0-1, never overrides the oracle."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    name: str = Field(min_length=1)
-    task_introduction: str = Field(min_length=1)
-    evaluation_criteria: str = Field(min_length=1)
-
-
-class TaskSpec(BaseModel):
-    """The contents of task.yaml."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    id: str
-    prompt: str
-    max_steps: int = Field(gt=0)
-    difficulty: Difficulty
-    tags: tuple[str, ...] = ()
-    judges: tuple[JudgeSpec, ...] = ()
-    agent_timeout_s: float | None = Field(default=None, gt=0)
-
-    @field_validator("prompt")
-    @classmethod
-    def _prompt_not_blank(cls, value: str) -> str:
-        if not value.strip():
-            raise ValueError("must not be blank")
-        return value
-
-
-@dataclass(frozen=True)
-class TaskLayout:
-    """Every path of a task folder, so nothing else spells them."""
-
-    root: Path
-
-    @property
-    def task_file(self) -> Path:
-        return self.root / TASK_FILE
-
-    @property
-    def setup_dir(self) -> Path:
-        return self.root / "setup"
-
-    @property
-    def verify_dir(self) -> Path:
-        return self.root / "verify"
-
-    @property
-    def verify_script(self) -> Path:
-        return self.verify_dir / "verify.sh"
-
-    @property
-    def solution_dir(self) -> Path:
-        return self.root / "solution"
-
-    @property
-    def wrong_dirs(self) -> list[Path]:
-        wrong = self.root / "wrong"
-        if not wrong.is_dir():
-            return []
-        return sorted(p for p in wrong.iterdir() if p.is_dir() and p.name not in _IGNORED_NAMES)
-
-
-# Names inside a workspace that the harness gives meaning to.
-SETUP_SCRIPT = "setup.sh"  # in setup/: run once after copying, then removed
-SOLVE_SCRIPT = "solve.sh"  # in an overlay: run after overlaying; its stdout is the final answer
-VERIFY_SCRIPT = "verify.sh"
-ANSWER_ENV = "EVALRUN_ANSWER_FILE"  # verify.sh finds the agent's final message at this path
+__all__ = [
+    "ANSWER_ENV",
+    "SETUP_SCRIPT",
+    "SOLVE_SCRIPT",
+    "TASK_FILE",
+    "VERIFY_SCRIPT",
+    "Difficulty",
+    "JudgeSpec",
+    "Task",
+    "TaskFormat",
+    "TaskLayout",
+    "TaskSpec",
+    "fingerprint",
+    "load_suite",
+    "load_task",
+    "runnable_on",
+]
 
 
 @dataclass(frozen=True)
 class Task:
-    """A loaded, validated task: its spec, its folder and a content fingerprint."""
+    """A loaded, validated task: its spec, its format and a content fingerprint."""
 
     spec: TaskSpec
-    layout: TaskLayout
+    format: TaskFormat = field(compare=False)
     fingerprint: str = field(compare=False)
 
     @property
     def id(self) -> str:
         return self.spec.id
+
+    @property
+    def layout(self) -> FolderLayout:
+        """The format's own layout (`root` and `task_file` always; the rest per format)."""
+        return self.format.layout
 
 
 def fingerprint(folder: Path) -> str:
@@ -140,52 +95,37 @@ def fingerprint(folder: Path) -> str:
 
 def _walk(folder: Path) -> Iterable[Path]:
     for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames[:] = [d for d in dirnames if d not in _IGNORED_NAMES]
+        dirnames[:] = [d for d in dirnames if d not in IGNORED_NAMES]
         base = Path(dirpath)
         for name in filenames:
-            if name not in _IGNORED_NAMES and not name.endswith(".pyc"):
+            if name not in IGNORED_NAMES and not name.endswith(".pyc"):
                 yield base / name
         for name in dirnames:
             if (base / name).is_symlink():
                 yield base / name
 
 
-def load_task(folder: Path) -> Task:
-    """Load one task folder; raise `TaskFormatError` naming the file and field on any problem."""
+def load_task(folder: Path, *, reward_threshold: float = 1.0) -> Task:
+    """Load one task folder in whichever format its files say; raise `TaskFormatError` naming the
+    file and field on any problem. `reward_threshold` is the pass mark for reward-based formats."""
     folder = Path(folder)
-    layout = TaskLayout(folder)
-    if not layout.task_file.is_file():
-        raise TaskFormatError(layout.task_file, "missing: every task folder needs a task.yaml")
-    try:
-        raw = yaml.safe_load(layout.task_file.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise TaskFormatError(layout.task_file, f"not valid YAML: {exc}") from exc
-    if not isinstance(raw, dict):
+    native_file, harbor_file = folder / TASK_FILE, folder / harbor.TASK_FILE
+    if native_file.is_file() and harbor_file.is_file():
         raise TaskFormatError(
-            layout.task_file, f"expected a mapping of fields, got {type(raw).__name__}"
+            folder, f"holds both {TASK_FILE} (evalrun) and {harbor.TASK_FILE} (Harbor); keep one"
         )
-    try:
-        spec = TaskSpec.model_validate(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"]) or None
-        message = first["msg"]
-        if first["type"] == "extra_forbidden":
-            allowed = ", ".join(TaskSpec.model_fields)
-            message = f"unknown key (allowed: {allowed})"
-        elif "input" in first and first["type"] not in ("missing",):
-            message = f"{message} (got {first['input']!r})"
-        raise TaskFormatError(layout.task_file, message, field=loc) from exc
-    if spec.id != folder.name:
+    if native_file.is_file():
+        spec, fmt = native.load(folder)
+    elif harbor.is_harbor_folder(folder):
+        spec, fmt = harbor.load(folder, reward_threshold=reward_threshold)
+    else:
         raise TaskFormatError(
-            layout.task_file, f"id {spec.id!r} does not match its folder name {folder.name!r}", "id"
-        )
-    if not layout.verify_script.is_file():
-        raise TaskFormatError(
-            layout.verify_script, "missing: the oracle verify/verify.sh is required"
+            native_file,
+            f"missing: every task folder needs a {TASK_FILE} (evalrun) or a "
+            f"{harbor.TASK_FILE} + instruction.md (Harbor)",
         )
     _check_symlinks(folder)
-    return Task(spec=spec, layout=layout, fingerprint=fingerprint(folder))
+    return Task(spec=spec, format=fmt, fingerprint=fingerprint(folder))
 
 
 def _check_symlinks(folder: Path) -> None:
@@ -203,15 +143,17 @@ def is_task_folder(path: Path) -> bool:
     return path.is_dir() and not path.name.startswith((".", "_"))
 
 
-def load_suite(tasks_dir: Path) -> list[Task]:
+def load_suite(tasks_dir: Path, *, reward_threshold: float = 1.0) -> list[Task]:
     """Load every task folder directly below `tasks_dir`, sorted by id; ids must be unique."""
     tasks_dir = Path(tasks_dir)
     if not tasks_dir.is_dir():
         raise TaskFormatError(tasks_dir, "tasks_dir is not a directory")
+    if not (reward_threshold > 0 and reward_threshold < float("inf")):
+        raise UsageError(f"reward_threshold: expected a positive number, got {reward_threshold}")
     tasks: list[Task] = []
     seen: dict[str, Path] = {}
     for folder in sorted(p for p in tasks_dir.iterdir() if is_task_folder(p)):
-        task = load_task(folder)
+        task = load_task(folder, reward_threshold=reward_threshold)
         if task.id in seen:
             raise TaskFormatError(
                 task.layout.task_file, f"duplicate id {task.id!r} (also in {seen[task.id]})", "id"
@@ -219,5 +161,30 @@ def load_suite(tasks_dir: Path) -> list[Task]:
         seen[task.id] = folder
         tasks.append(task)
     if not tasks:
-        raise TaskFormatError(tasks_dir, "no task folders found (expected NNN-slug/task.yaml)")
+        raise TaskFormatError(
+            tasks_dir,
+            "no task folders found (expected NNN-slug/task.yaml or <name>/task.toml folders)",
+        )
     return tasks
+
+
+def runnable_on(
+    tasks: list[Task], backend: SandboxBackend, *, explicit: bool
+) -> tuple[list[Task], list[tuple[str, str]]]:
+    """Split `tasks` into those `backend` can run and (id, reason) for the rest.
+
+    Tasks the user named explicitly (`explicit`, i.e. `ids=`) are refused with a `UsageError`
+    instead of skipped; so is a selection of which nothing can run.
+    """
+    kept: list[Task] = []
+    skipped: list[tuple[str, str]] = []
+    for task in tasks:
+        reason = task.format.cannot_run_on(backend)
+        if reason is None:
+            kept.append(task)
+        else:
+            skipped.append((task.id, reason))
+    if skipped and (explicit or not kept):
+        lines = "\n".join(f"  {task_id}: {reason}" for task_id, reason in skipped)
+        raise UsageError(f"cannot run on sandbox={backend.name}:\n{lines}")
+    return kept, skipped

@@ -1,0 +1,194 @@
+"""What every task format maps onto: the spec, the verdict, and the `TaskFormat` seam.
+
+A format owns three moments of a sample's life, because only it knows where its files are and
+what its scripts expect:
+
+```
+prepare(sandbox)          fresh workspace -> the state the agent starts from   (engine)
+solve(sandbox)            the gold solution, applied as an agent would         (agent=oracle, check)
+grade(sandbox, answer)    hidden verifier injected after the agent -> Verdict  (grading)
+```
+
+The engine, the oracle agent, grading and `evalrun check` call these methods and never ask which
+format a task is in. `cannot_run_on(backend)` lets planning skip (or refuse) a task a backend
+cannot host, e.g. one that needs its own container image.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from evalrun.records import AgentResult, Outcome
+from evalrun.sandbox.base import Sandbox, SandboxBackend
+
+
+class Difficulty(StrEnum):
+    easy = "easy"
+    medium = "medium"
+    hard = "hard"
+
+
+class JudgeSpec(BaseModel):
+    """A G-Eval judge for one task: scores samples 0-1, never overrides the oracle."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    task_introduction: str = Field(min_length=1)
+    evaluation_criteria: str = Field(min_length=1)
+
+
+class TaskSpec(BaseModel):
+    """What an agent and a report need to know about a task, whatever its format.
+
+    For the native format this is exactly task.yaml (unknown keys rejected); other formats fill it
+    from their own metadata.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    prompt: str
+    max_steps: int = Field(gt=0)
+    difficulty: Difficulty
+    tags: tuple[str, ...] = ()
+    judges: tuple[JudgeSpec, ...] = ()
+    agent_timeout_s: float | None = Field(default=None, gt=0)
+
+    @field_validator("prompt")
+    @classmethod
+    def _prompt_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return value
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The oracle's answer for one sample.
+
+    `scores` carries numbers the verifier reported beside the verdict (a Harbor reward, kept as
+    `reward` even when it is 1 or 0); the engine copies them onto `SampleRecord.scores`.
+    """
+
+    outcome: Outcome
+    reason: str | None
+    exit_code: int | None
+    output: str
+    duration_s: float
+    timed_out: bool = False
+    scores: Mapping[str, float] = field(default_factory=dict)
+
+
+class SetupFailed(Exception):
+    """Preparing the workspace failed: the sample is an `error`, never scored against the agent."""
+
+    def __init__(self, reason: str, timed_out: bool = False):
+        super().__init__(reason)
+        self.timed_out = timed_out
+
+
+@dataclass(frozen=True)
+class TaskImage:
+    """A task that must run in a container image of its own.
+
+    `context_dir` is a Docker build context holding a `Dockerfile` (built offline, FROM the
+    backend's local base image, see `evalrun.harbor_image`); `prebuilt` names an image that must
+    already exist locally when there is no Dockerfile.
+    """
+
+    task_id: str
+    context_dir: Path | None
+    prebuilt: str | None = None
+    build_timeout_s: float = 600.0
+
+    def describe(self) -> str:
+        if self.context_dir is not None:
+            return f"its own image ({self.context_dir / 'Dockerfile'})"
+        return f"the prebuilt image {self.prebuilt!r}"
+
+
+class ImageBackend(Protocol):
+    """The optional hook a backend offers to run samples in a task's own image (`sandbox=docker`).
+
+    A backend without `open_in_image` cannot host tasks whose format reports a `TaskImage`;
+    planning skips or refuses them.
+    """
+
+    def open_in_image(
+        self, label: str, image: TaskImage
+    ) -> AbstractAsyncContextManager[Sandbox]: ...
+
+
+def can_open_images(backend: SandboxBackend) -> bool:
+    return callable(getattr(backend, "open_in_image", None))
+
+
+def in_container(sandbox: Sandbox) -> bool:
+    """True when the sandbox is a container whose absolute paths (`/tests`, `/logs`) are its own.
+
+    Backends say so with an `is_container = True` attribute on their sandboxes (`docker`,
+    `modal`); on `local` and `bwrap` absolute paths outside the sample's folders are the host's or
+    read-only, so formats must not write there.
+    """
+    return bool(getattr(sandbox, "is_container", False))
+
+
+class FolderLayout(Protocol):
+    """The two paths every format's layout has (used in error messages)."""
+
+    @property
+    def root(self) -> Path: ...
+
+    @property
+    def task_file(self) -> Path: ...
+
+
+class TaskFormat(Protocol):
+    """How one loaded task prepares, solves and grades a sample. See the module docstring.
+
+    `prepare` raises `SetupFailed`; all methods may raise `SandboxError`/`OSError` when the
+    sandbox itself fails (the engine records those as `error`).
+    """
+
+    name: str  # the format's name, shown in plans: "evalrun" or "harbor"
+    layout: FolderLayout
+    image: TaskImage | None
+
+    def cannot_run_on(self, backend: SandboxBackend) -> str | None:
+        """Why this task cannot run on `backend` (None: it can)."""
+        ...
+
+    def wrong_overlays(self) -> list[Path]:
+        """Near-miss overlays `evalrun check` must see fail (may be empty)."""
+        ...
+
+    async def prepare(self, sandbox: Sandbox, timeout_s: float) -> str:
+        """Build the starting workspace; return its log."""
+        ...
+
+    async def solve(self, sandbox: Sandbox) -> AgentResult:
+        """Apply the gold solution; its final answer is the result's output."""
+        ...
+
+    async def grade(self, sandbox: Sandbox, answer: str, timeout_s: float) -> Verdict:
+        """Inject the hidden verifier, run it, and judge."""
+        ...
+
+
+def failure_reason(output: str, exit_code: int | None, script: str) -> str:
+    """The verifier's own `FAIL: ...` line, else its last line, else the exit code."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    for line in lines:
+        if line.startswith("FAIL"):
+            return line[:500]
+    if lines:
+        return lines[-1][:500]
+    return f"{script} exited {exit_code} without output"

@@ -1,0 +1,192 @@
+"""evalrun's own task format: the one place that spells its folder layout.
+
+```
+NNN-slug/
+  task.yaml        id, prompt, max_steps, difficulty, tags, judges, agent_timeout_s
+  setup/           copied verbatim into a fresh workspace; setup/setup.sh runs there, then goes
+  verify/          the hidden oracle: verify.sh (required) + helpers, injected only after the agent
+  solution/        gold overlay (used by `evalrun check` and agent=oracle)
+  wrong/<name>/    near-miss overlays that must fail (used by `evalrun check`)
+```
+
+verify.sh runs from the workspace root with the agent's final answer at `$EVALRUN_ANSWER_FILE`;
+exit 0 is a pass. An overlay (solution/ or wrong/<name>/) is copied over the workspace; if it
+brings a solve.sh, that runs there and is removed, and its stdout is the final answer.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import shlex
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from pydantic import ValidationError
+
+from evalrun.errors import TaskFormatError
+from evalrun.formats.base import SetupFailed, TaskImage, TaskSpec, Verdict, failure_reason
+from evalrun.records import AgentResult, Outcome, ToolCall
+from evalrun.sandbox.base import Sandbox, SandboxBackend
+from evalrun.sandbox.output import tail_text
+
+TASK_FILE = "task.yaml"
+SETUP_SCRIPT = "setup.sh"  # in setup/: run once after copying, then removed
+SOLVE_SCRIPT = "solve.sh"  # in an overlay: run after overlaying; its stdout is the final answer
+VERIFY_SCRIPT = "verify.sh"
+ANSWER_ENV = "EVALRUN_ANSWER_FILE"  # verify.sh finds the agent's final message at this path
+VERIFY_TAIL_CHARS = 4000
+IGNORED_NAMES = frozenset({"__pycache__", ".DS_Store"})
+
+
+@dataclass(frozen=True)
+class TaskLayout:
+    """Every path of a native task folder, so nothing else spells them."""
+
+    root: Path
+
+    @property
+    def task_file(self) -> Path:
+        return self.root / TASK_FILE
+
+    @property
+    def setup_dir(self) -> Path:
+        return self.root / "setup"
+
+    @property
+    def verify_dir(self) -> Path:
+        return self.root / "verify"
+
+    @property
+    def verify_script(self) -> Path:
+        return self.verify_dir / VERIFY_SCRIPT
+
+    @property
+    def solution_dir(self) -> Path:
+        return self.root / "solution"
+
+    @property
+    def wrong_dirs(self) -> list[Path]:
+        wrong = self.root / "wrong"
+        if not wrong.is_dir():
+            return []
+        return sorted(p for p in wrong.iterdir() if p.is_dir() and p.name not in IGNORED_NAMES)
+
+
+def load(folder: Path) -> tuple[TaskSpec, NativeFormat]:
+    """Parse and validate task.yaml; raise `TaskFormatError` naming the file and field."""
+    layout = TaskLayout(folder)
+    try:
+        raw = yaml.safe_load(layout.task_file.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise TaskFormatError(layout.task_file, f"not valid YAML: {exc}") from exc
+    if not isinstance(raw, dict):
+        raise TaskFormatError(
+            layout.task_file, f"expected a mapping of fields, got {type(raw).__name__}"
+        )
+    try:
+        spec = TaskSpec.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"]) or None
+        message = first["msg"]
+        if first["type"] == "extra_forbidden":
+            allowed = ", ".join(TaskSpec.model_fields)
+            message = f"unknown key (allowed: {allowed})"
+        elif "input" in first and first["type"] not in ("missing",):
+            message = f"{message} (got {first['input']!r})"
+        raise TaskFormatError(layout.task_file, message, field=loc) from exc
+    if spec.id != folder.name:
+        raise TaskFormatError(
+            layout.task_file, f"id {spec.id!r} does not match its folder name {folder.name!r}", "id"
+        )
+    if not layout.verify_script.is_file():
+        raise TaskFormatError(
+            layout.verify_script, "missing: the oracle verify/verify.sh is required"
+        )
+    return spec, NativeFormat(layout)
+
+
+async def apply_overlay(
+    sandbox: Sandbox, overlay: Path, timeout_s: float | None = None
+) -> AgentResult:
+    """Copy `overlay` over the workspace and run its solve.sh, if any."""
+    if not overlay.is_dir():
+        return AgentResult(error=f"no overlay folder at {overlay}")
+    started = time.monotonic()
+    await sandbox.put(overlay, ".")
+    steps = [
+        ToolCall(name="overlay", args={"from": overlay.name}, duration_s=time.monotonic() - started)
+    ]
+    if not (overlay / SOLVE_SCRIPT).is_file():
+        return AgentResult(trajectory=steps)
+    result = await sandbox.exec(
+        f"bash {SOLVE_SCRIPT}; status=$?; rm -f {shlex.quote(SOLVE_SCRIPT)}; exit $status",
+        timeout_s=timeout_s,
+    )
+    steps.append(
+        ToolCall(
+            name="bash",
+            args={"command": f"bash {SOLVE_SCRIPT}"},
+            result=tail_text(result.stdout + result.stderr, 2000),
+            duration_s=result.duration_s,
+            error=None if result.ok else f"exit {result.exit_code}",
+        )
+    )
+    error = None
+    if not result.ok:
+        error = f"{SOLVE_SCRIPT} failed (exit {result.exit_code}): {tail_text(result.stderr, 500)}"
+    return AgentResult(output=result.stdout, trajectory=steps, error=error)
+
+
+@dataclass(frozen=True)
+class NativeFormat:
+    """The `TaskFormat` of a task.yaml folder (see the module docstring)."""
+
+    layout: TaskLayout
+    name: str = "evalrun"
+    image: TaskImage | None = None
+
+    def cannot_run_on(self, backend: SandboxBackend) -> str | None:
+        return None
+
+    def wrong_overlays(self) -> list[Path]:
+        return self.layout.wrong_dirs
+
+    async def prepare(self, sandbox: Sandbox, timeout_s: float) -> str:
+        setup_dir = self.layout.setup_dir
+        if setup_dir.is_dir():
+            await sandbox.put(setup_dir, ".")
+        if not (setup_dir / SETUP_SCRIPT).is_file():
+            return ""
+        result = await sandbox.exec(
+            f"bash {SETUP_SCRIPT}; status=$?; rm -f {SETUP_SCRIPT}; exit $status",
+            timeout_s=timeout_s,
+        )
+        log = result.stdout + result.stderr
+        if result.timed_out:
+            raise SetupFailed(f"setup.sh timed out after {timeout_s:g}s", timed_out=True)
+        if not result.ok:
+            detail = tail_text(log.strip(), 500)
+            raise SetupFailed(f"setup.sh failed (exit {result.exit_code}): {detail}")
+        return log
+
+    async def solve(self, sandbox: Sandbox) -> AgentResult:
+        return await apply_overlay(sandbox, self.layout.solution_dir)
+
+    async def grade(self, sandbox: Sandbox, answer: str, timeout_s: float) -> Verdict:
+        answer_path = posixpath.join(sandbox.private_dir, "answer.txt")
+        await sandbox.write_file(answer_path, answer)
+        await sandbox.put(self.layout.verify_dir, ".")
+        result = await sandbox.exec(
+            ["bash", VERIFY_SCRIPT], env={ANSWER_ENV: answer_path}, timeout_s=timeout_s
+        )
+        output = tail_text((result.stdout + result.stderr).strip(), VERIFY_TAIL_CHARS)
+        if result.timed_out:
+            reason = f"verify.sh timed out after {timeout_s:g}s"
+            return Verdict(Outcome.failed, reason, None, output, result.duration_s, timed_out=True)
+        if result.exit_code == 0:
+            return Verdict(Outcome.passed, None, 0, output, result.duration_s)
+        reason = failure_reason(output, result.exit_code, VERIFY_SCRIPT)
+        return Verdict(Outcome.failed, reason, result.exit_code, output, result.duration_s)

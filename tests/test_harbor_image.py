@@ -1,0 +1,181 @@
+"""Task images: Dockerfiles rewritten for an offline build, built once, and run end to end.
+
+The docker tests need a running engine and the local base image (scripts/build-base-image.sh);
+they skip without them, and FAIL without them when EVALRUN_CI=1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import pytest
+
+from evalrun.agents.noop import NoopAgent
+from evalrun.agents.oracle import OracleAgent
+from evalrun.engine import Limits, run_sample
+from evalrun.errors import SandboxError
+from evalrun.formats.base import TaskImage, can_open_images
+from evalrun.harbor_image import (
+    TaskImages,
+    build_context,
+    context_digest,
+    ensure_image,
+    image_tag,
+    offline_dockerfile,
+)
+from evalrun.records import Outcome
+from evalrun.tasks import load_task
+from tests.conftest import REPO, require_engine
+
+FIXTURES = REPO / "tests" / "fixtures" / "harbor"
+BASE_IMAGE = os.environ.get("EVALRUN_DOCKER_IMAGE", "evalrun-base:bookworm")
+LIMITS = Limits(setup_s=60, agent_s=60, verify_s=60, max_retries=0)
+
+
+def test_external_from_lines_point_at_the_local_base_image():
+    dockerfile = (
+        "ARG V=3\n"
+        "FROM --platform=linux/amd64 ghcr.io/x/builder:1 AS build\n"
+        "RUN make\n"
+        "from python:3.13-slim\n"
+        "COPY --from=build /out /app\n"
+        "FROM build AS again\n"
+    )
+    assert offline_dockerfile(dockerfile, "evalrun-base:bookworm") == (
+        "ARG V=3\n"
+        "FROM evalrun-base:bookworm AS build\n"
+        "RUN make\n"
+        "from evalrun-base:bookworm\n"
+        "COPY --from=build /out /app\n"
+        "FROM build AS again\n"
+    )
+
+
+def test_the_tag_follows_the_context_and_the_base(tmp_path):
+    context = tmp_path / "environment"
+    context.mkdir()
+    (context / "Dockerfile").write_text("FROM x\n")
+    first = context_digest(context, "sha256:base-1")
+    assert context_digest(context, "sha256:base-1") == first
+    assert context_digest(context, "sha256:base-2") != first
+    (context / "data.txt").write_text("more\n")
+    assert context_digest(context, "sha256:base-1") != first
+    assert image_tag("Tool Version!", first) == f"evalrun-task/tool-version:{first[:16]}"
+
+
+def test_the_build_context_carries_the_rewritten_dockerfile(tmp_path):
+    import io
+    import tarfile
+
+    context = FIXTURES / "tool-version" / "environment"
+    data = build_context(context, "FROM evalrun-base:bookworm\n")
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        names = sorted(tar.getnames())
+        dockerfile = tar.extractfile("Dockerfile").read().decode()
+        tool_mode = tar.getmember("tool").mode
+    assert names == ["Dockerfile", "tool"]
+    assert dockerfile == "FROM evalrun-base:bookworm\n"
+    assert tool_mode & 0o111
+
+
+# --- against a real Docker engine ----------------------------------------------------------------
+
+
+@pytest.fixture
+def docker_client():
+    try:
+        import docker
+
+        client = docker.from_env()
+        client.ping()
+        client.images.get(BASE_IMAGE)
+        available = True
+    except Exception:
+        available = False
+    require_engine(available, f"a Docker engine with the base image {BASE_IMAGE}")
+    return client
+
+
+@pytest.mark.docker
+def test_a_task_image_builds_offline_once_and_holds_what_its_dockerfile_made(docker_client):
+    image = load_task(FIXTURES / "tool-version").format.image
+    assert image is not None
+    tag = ensure_image(docker_client, image, BASE_IMAGE)
+    built = docker_client.images.get(tag)
+    assert ensure_image(docker_client, image, BASE_IMAGE) == tag  # found, not rebuilt
+    assert docker_client.images.get(tag).id == built.id
+    output = docker_client.containers.run(
+        tag, ["/opt/tool/bin/tool", "--version"], remove=True, network_mode="none"
+    )
+    assert output == b"tool 2.4.1\n"
+
+
+@pytest.mark.docker
+def test_a_build_that_needs_the_network_fails_with_its_log(docker_client, tmp_path):
+    context = tmp_path / "environment"
+    context.mkdir()
+    (context / "Dockerfile").write_text(
+        "FROM ubuntu:24.04\nRUN python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 80), 2)'\n"
+    )
+    images = TaskImages(lambda: docker_client, BASE_IMAGE)
+    image = TaskImage("needs-network", context)
+    for _ in range(2):  # the failure is remembered, not rebuilt
+        with pytest.raises(SandboxError, match="building the image of task needs-network offline"):
+            asyncio.run(images.resolve(image))
+
+
+@pytest.mark.docker
+def test_a_missing_prebuilt_image_is_named(docker_client):
+    image = TaskImage("prebuilt", None, prebuilt="evalrun-examples/not-here:never")
+    with pytest.raises(SandboxError, match="needs the image 'evalrun-examples/not-here:never'"):
+        ensure_image(docker_client, image, BASE_IMAGE)
+
+
+def _image_backend(user: str):
+    """The docker backend with the `open_in_image` hook wired the way evalrun/harbor_image.py's
+    docstring describes (until evalrun/sandbox/docker.py carries it itself)."""
+    try:
+        from evalrun.sandbox.docker import DockerBackend
+    except ModuleNotFoundError:
+        pytest.skip("evalrun/sandbox/docker.py not written yet")
+
+    class ImageDockerBackend(DockerBackend):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.task_images = TaskImages(lambda: self.client, self.image)
+
+        @asynccontextmanager
+        async def open_in_image(self, label: str, image: TaskImage) -> AsyncIterator:
+            twin = copy.copy(self)
+            twin.image = await self.task_images.resolve(image)
+            async with DockerBackend.open(twin, label) as box:
+                box.is_container = True
+                yield box
+
+    return ImageDockerBackend(image=BASE_IMAGE, user=user)
+
+
+@pytest.mark.docker
+def test_an_image_task_runs_both_ways_in_its_own_container(docker_client):
+    backend = _image_backend(user="0:0")  # Terminal-Bench tasks expect root
+    assert can_open_images(backend)
+    task = load_task(FIXTURES / "tool-version")
+    gold = asyncio.run(run_sample(task, 0, OracleAgent(), backend, LIMITS, "t"))
+    assert gold.outcome is Outcome.passed, gold.reason
+    assert gold.agent.output == "tool 2.4.1\n"
+    untouched = asyncio.run(run_sample(task, 0, NoopAgent(), backend, LIMITS, "t"))
+    assert untouched.outcome is Outcome.failed
+    assert untouched.scores == {"reward": 0.0}
+
+
+@pytest.mark.docker
+def test_without_rights_to_make_logs_verifier_the_reason_says_so(docker_client):
+    backend = _image_backend(user="1000:1000")
+    task = load_task(FIXTURES / "tool-version")
+    rec = asyncio.run(run_sample(task, 0, OracleAgent(), backend, LIMITS, "t"))
+    assert rec.outcome is Outcome.error
+    assert "test.sh writes to /logs/verifier, which the sandbox user could not create" in rec.reason
