@@ -35,12 +35,14 @@ import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager, suppress
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from evalrun.errors import SandboxError, SandboxUnavailable
+from evalrun.formats.base import TaskImage
+from evalrun.harbor_image import TaskImages
 from evalrun.sandbox.base import Command, ExecResult, sandbox_env
 from evalrun.sandbox.container import ExecSession, tar_dirs, tar_file, tar_folder
 from evalrun.sandbox.output import BoundedBuffer
@@ -74,6 +76,7 @@ class DockerSandbox:
 
     workdir = WORKDIR
     private_dir = PRIVATE_DIR
+    is_container = True  # absolute paths (/tests, /logs) are the container's own
 
     def __init__(self, backend: DockerBackend, container: Any):
         self._backend = backend
@@ -353,8 +356,10 @@ class DockerBackend:
         """Remove containers made on this host by evalrun processes that no longer exist."""
         host = socket.gethostname()
         removed = 0
-        for container in self.client.containers.list(all=True, filters={"label": LABEL}):
-            labels = container.labels or {}
+        # sparse: no per-container inspect, which races with other runs removing containers
+        listed = self.client.containers.list(all=True, filters={"label": LABEL}, sparse=True)
+        for container in listed:
+            labels = container.attrs.get("Labels") or {}
             owner_host, _, pid = labels.get(OWNER_LABEL, "").partition(":")
             if owner_host != host or labels.get(KEEP_LABEL) or not pid.isdigit():
                 continue
@@ -365,10 +370,10 @@ class DockerBackend:
                 removed += 1
         return removed
 
-    def _create(self, label: str) -> Any:
+    def _create(self, label: str, image: str) -> Any:
         """Create, seed and start one container (blocking; runs in a thread)."""
         container = self.client.containers.create(
-            self.image,
+            image,
             ["sleep", "infinity"],
             init=True,
             network_mode=self.network,
@@ -389,7 +394,14 @@ class DockerBackend:
             },
         )
         try:
-            modes = {WORKDIR: 0o755, HOME_DIR: 0o755, PRIVATE_DIR: 0o700, EXEC_DIR: 0o700}
+            modes = {
+                WORKDIR: 0o755,
+                HOME_DIR: 0o755,
+                PRIVATE_DIR: 0o700,
+                EXEC_DIR: 0o700,
+                "/logs": 0o755,  # Harbor verifiers write /logs/verifier/reward.txt
+                "/logs/verifier": 0o755,
+            }
             folders = tar_dirs({path[1:]: mode for path, mode in modes.items()}, self.owner_ids)
             container.put_archive("/", folders)
             container.start()
@@ -406,11 +418,24 @@ class DockerBackend:
         with suppress(Exception):
             container.remove(force=True)
 
+    def open(self, label: str) -> AbstractAsyncContextManager[DockerSandbox]:
+        return self._open(label, self.image)
+
     @asynccontextmanager
-    async def open(self, label: str) -> AsyncIterator[DockerSandbox]:
+    async def open_in_image(self, label: str, image: TaskImage) -> AsyncIterator[DockerSandbox]:
+        """A sandbox from a task's own image, built offline FROM `self.image` once per process."""
+        async with self._open(label, await self.task_images.resolve(image)) as box:
+            yield box
+
+    @cached_property
+    def task_images(self) -> TaskImages:
+        return TaskImages(lambda: self.client, self.image)
+
+    @asynccontextmanager
+    async def _open(self, label: str, image: str) -> AsyncIterator[DockerSandbox]:
         import docker
 
-        creating = asyncio.ensure_future(asyncio.to_thread(self._create, label))
+        creating = asyncio.ensure_future(asyncio.to_thread(self._create, label, image))
         try:
             container = await asyncio.shield(creating)
         except asyncio.CancelledError:
@@ -419,7 +444,7 @@ class DockerBackend:
                 await asyncio.to_thread(self._dispose, await creating)
             raise
         except docker.errors.DockerException as exc:
-            raise SandboxError(f"docker could not start {self.image}: {exc}") from exc
+            raise SandboxError(f"docker could not start {image}: {exc}") from exc
         try:
             yield DockerSandbox(self, container)
         finally:

@@ -71,6 +71,7 @@ class ModalSandbox:
 
     workdir = WORKDIR
     private_dir = PRIVATE_DIR
+    is_container = True  # absolute paths (/tests, /logs) are the sandbox's own
 
     def __init__(self, sandbox: Any, output_limit: int):
         self._sb = sandbox
