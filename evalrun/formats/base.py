@@ -16,6 +16,8 @@ cannot host, e.g. one that needs its own container image.
 
 from __future__ import annotations
 
+import posixpath
+import shlex
 from collections.abc import Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
@@ -192,3 +194,28 @@ def failure_reason(output: str, exit_code: int | None, script: str) -> str:
     if lines:
         return lines[-1][:500]
     return f"{script} exited {exit_code} without output"
+
+
+async def inject(sandbox: Sandbox, host_dir: Path, dest: str = ".") -> None:
+    """Copy a hidden folder (verify/, tests/) into the workspace over whatever the agent left.
+
+    First clears what would make the copy fail: a folder or symlink where a file goes, a file or
+    symlink where a folder goes, a read-only file. Without this an agent could turn its own `fail`
+    into a harness `error` - retried, and kept out of every pass rate - by planting one.
+    """
+    steps = []
+    for path in sorted(host_dir.rglob("*")):
+        rel = shlex.quote(posixpath.join(dest, path.relative_to(host_dir).as_posix()))
+        if path.is_dir() and not path.is_symlink():
+            steps.append(
+                f"if [ -L {rel} ] || {{ [ -e {rel} ] && [ ! -d {rel} ]; }}; then rm -f {rel}; fi;"
+                f" [ -d {rel} ] && chmod u+rwx {rel};"
+            )
+        else:
+            steps.append(
+                f"if [ -L {rel} ] || [ -d {rel} ]; then rm -rf {rel}; fi;"
+                f" [ -e {rel} ] && chmod u+w {rel};"
+            )
+    if steps:
+        await sandbox.exec("\n".join([*steps, "true"]), timeout_s=60)
+    await sandbox.put(host_dir, dest)

@@ -38,6 +38,7 @@ from evalrun.formats.base import (
     can_open_images,
     failure_reason,
     in_container,
+    inject,
 )
 from evalrun.formats.harbor_reward import (
     VERIFIER_ENV,
@@ -214,7 +215,7 @@ class HarborFormat:
         timeout_s = self.config.verifier.timeout_sec or timeout_s
         container = in_container(sandbox)
         verifier_dir = await _fresh_verifier_dir(sandbox, container)
-        await sandbox.put(self.layout.tests_dir, "tests")
+        await inject(sandbox, self.layout.tests_dir, "tests")
         if container:
             await sandbox.put(self.layout.tests_dir, CONTAINER_TESTS_DIR)
         env = {**self.config.verifier.env, VERIFIER_ENV: verifier_dir}

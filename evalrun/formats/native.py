@@ -26,7 +26,14 @@ import yaml
 from pydantic import ValidationError
 
 from evalrun.errors import TaskFormatError
-from evalrun.formats.base import SetupFailed, TaskImage, TaskSpec, Verdict, failure_reason
+from evalrun.formats.base import (
+    SetupFailed,
+    TaskImage,
+    TaskSpec,
+    Verdict,
+    failure_reason,
+    inject,
+)
 from evalrun.records import AgentResult, Outcome, ToolCall
 from evalrun.sandbox.base import Sandbox, SandboxBackend
 from evalrun.sandbox.output import tail_text
@@ -178,7 +185,7 @@ class NativeFormat:
     async def grade(self, sandbox: Sandbox, answer: str, timeout_s: float) -> Verdict:
         answer_path = posixpath.join(sandbox.private_dir, "answer.txt")
         await sandbox.write_file(answer_path, answer)
-        await sandbox.put(self.layout.verify_dir, ".")
+        await inject(sandbox, self.layout.verify_dir)
         result = await sandbox.exec(
             ["bash", VERIFY_SCRIPT], env={ANSWER_ENV: answer_path}, timeout_s=timeout_s
         )

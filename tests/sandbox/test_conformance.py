@@ -291,3 +291,36 @@ def test_close_leaves_nothing_behind(backend: SandboxBackend, spec: BackendSpec)
     box, made = run(body())
     assert made.ok, made.stderr
     assert spec.leftovers(box) == []
+
+
+class PlantingAgent:
+    """Plants what would break the copy-in of verify/: a folder where verify.sh goes, a file where
+    a verify/ folder goes, a read-only file where a helper goes. Its fail must stay a fail."""
+
+    name = "planting"
+
+    def preflight(self) -> None:
+        return None
+
+    async def run(self, task, sandbox: Sandbox):
+        from evalrun.records import AgentResult
+
+        await sandbox.exec(
+            "mkdir -p verify.sh/deep && echo x > verify.sh/deep/f && echo x > checks"
+            " && echo old > data.txt && chmod 444 data.txt"
+        )
+        return AgentResult(output="planted")
+
+
+def test_a_planted_path_cannot_turn_a_fail_into_an_error(backend: SandboxBackend, make_task):
+    task = load_task(
+        make_task(
+            files={
+                "verify/checks/extra.sh": "exit 0\n",
+                "verify/data.txt": "expected\n",
+            }
+        )
+    )
+    rec = asyncio.run(run_sample(task, 0, PlantingAgent(), backend, LIMITS, run_id="conformance"))
+    assert rec.outcome is Outcome.failed, rec.reason
+    assert "answer.txt does not contain 42" in rec.reason
