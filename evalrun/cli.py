@@ -118,8 +118,24 @@ def cmd_image(args: list[str]) -> int:
     return subprocess.call(["bash", str(script), *args[1:]])
 
 
+def cmd_push(args: list[str]) -> int:
+    """evalrun push <run-dir> [tracker.<key>=...]: send a finished run to Opik (no duplicates)."""
+    from evalrun.opik_push import push_command
+
+    return push_command(args, compose_config, _console())
+
+
+def cmd_sync(args: list[str]) -> int:
+    """evalrun sync [tasks_dir=...] [tracker.<key>=...]: upsert the suite's Opik dataset."""
+    from evalrun.opik_push import sync_command
+
+    return sync_command(args, compose_config, _console())
+
+
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "check": cmd_check,
+    "push": cmd_push,
+    "sync": cmd_sync,
     "ls": cmd_ls,
     "show": cmd_show,
     "report": cmd_report,

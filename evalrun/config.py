@@ -141,6 +141,45 @@ class LocalTrackerConf(TrackerConf):
     _target_: str = "evalrun.trackers.local.LocalTracker"
 
 
+@dataclass
+class OpikTrackerConf(TrackerConf):
+    _target_: str = "evalrun.trackers.opik.OpikTracker"
+    project: str = "evalrun"  # conf/tracker/opik.yaml: ${oc.env:EVAL_PROJECT_NAME,evalrun}
+    dataset: str | None = None  # None: evalrun-<tasks dir name>-v1
+    host: str | None = None  # None: the SDK's OPIK_URL_OVERRIDE / ~/.opik.config
+    workspace: str | None = None  # None: the SDK's OPIK_WORKSPACE (the key: OPIK_API_KEY)
+    flush_timeout_s: int = 60
+    probe_timeout_s: float = 3.0
+
+
+# --- judge (LLM judges: Opik G-Eval through LiteLLM) ---------------------------------------------
+@dataclass
+class JudgeConf:
+    _target_: str = MISSING
+    name: str = MISSING
+
+
+@dataclass
+class NoJudgeConf(JudgeConf):
+    _target_: str = "evalrun.judges.NoJudge"
+    name: str = "none"
+
+
+@dataclass
+class GEvalJudgeConf(JudgeConf):
+    _target_: str = "evalrun.judges.GEvalJudge"
+    model: str | None = None  # LiteLLM model string, e.g. openai/gpt-4o-mini; None: the provider's
+    base_url: str | None = None
+    api_key_env: str | None = None  # the variable's NAME; the key is read where it is used
+    headers_env: dict[str, str] = field(default_factory=dict)  # header -> variable NAME
+    vendor: str | None = None  # base_url/key/headers apply to models of this LiteLLM vendor only
+    provider: Any = None  # judge=default: ${provider}
+    max_retries: int = 1  # whole judgements retried on top of the SDK's 3 tries per call
+    retry_backoff_s: float = 2.0
+    timeout_s: float = 120.0
+    temperature: float = 0.0
+
+
 # --- profile (threshold gate) ------------------------------------------------------------------
 @dataclass
 class ProfileConf:
@@ -165,6 +204,7 @@ class EvalConfig:
     agent: AgentConf = MISSING
     provider: ProviderConf = MISSING
     tracker: TrackerConf = MISSING
+    judge: JudgeConf = MISSING
     profile: ProfileConf = MISSING
     name: str = "eval"
     tasks_dir: str | None = None  # None: the bundled benchmark
@@ -200,6 +240,9 @@ def register_configs() -> None:
         ("agent", "python_schema", PythonAgentConf),
         ("provider", "provider_schema", ProviderConf),
         ("tracker", "local_schema", LocalTrackerConf),
+        ("tracker", "opik_schema", OpikTrackerConf),
+        ("judge", "none_schema", NoJudgeConf),
+        ("judge", "geval_schema", GEvalJudgeConf),
         ("profile", "profile_schema", ProfileConf),
     ):
         cs.store(group=group, name=name, node=node)

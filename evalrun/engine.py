@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from evalrun.agents.base import Agent
 from evalrun.errors import SandboxError
@@ -25,6 +25,9 @@ from evalrun.records import AgentResult, CellKey, Outcome, Phases, SampleRecord
 from evalrun.sandbox.base import Sandbox, SandboxBackend
 from evalrun.sandbox.output import tail_text
 from evalrun.tasks import Task
+
+if TYPE_CHECKING:
+    from evalrun.judges import Judge
 
 AGENT_OUTPUT_CHARS = 20_000
 
@@ -190,6 +193,7 @@ async def execute(
     on_record: OnRecord,
     log: LogSink | None = None,
     on_interrupt: Callable[[], None] | None = None,
+    judge: Judge | None = None,
 ) -> bool:
     """Run every cell, at most `concurrency` at a time, calling `on_record` as each finishes.
 
@@ -215,6 +219,8 @@ async def execute(
                     started_at=now,
                     finished_at=now,
                 )
+            if judge is not None:  # after grading, on the final attempt; never changes outcome
+                rec = await judge.judge(task, rec)
         on_record(rec)
 
     jobs = [asyncio.create_task(one(task, trial)) for task, trial in cells]

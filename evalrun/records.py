@@ -104,7 +104,8 @@ class SampleRecord(BaseModel):
     attempts: int = 1
     started_at: float
     finished_at: float
-    scores: dict[str, float | None] = Field(default_factory=dict)
+    scores: dict[str, float | None] = Field(default_factory=dict)  # judge name -> 0-1; None: failed
+    judge_reasons: dict[str, str] = Field(default_factory=dict)  # judge name -> its reason
 
     @property
     def key(self) -> CellKey:

@@ -1,0 +1,244 @@
+"""`evalrun push <run-dir>` and `evalrun sync`: Opik without running anything.
+
+`push` sends a finished (or interrupted) run from its files - config.yaml, plan.json,
+samples.jsonl, summary.json - exactly as `tracker=opik` would have sent it live: same dataset,
+same experiment (its id kept in `<run-dir>/opik.json`), same trace ids. Samples already in the
+experiment are skipped, so pushing after an outage sends each missing sample once and pushing
+again sends none.
+
+`sync` upserts a suite's dataset (one item per task) from a suite folder; it takes any folder of
+task folders, so the probes suite can be synced the same way.
+
+Tested against `tests/opik_standin.py` (a local stand-in for Opik's REST API), not a real server.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.console import Console
+
+from evalrun.errors import TaskFormatError, UsageError
+from evalrun.metrics import Summary, summarize
+from evalrun.opik_export import ExperimentExport, connect, upsert_dataset
+from evalrun.opik_link import OpikDestination, OpikLink, TaskItem, new_link, task_item
+from evalrun.records import CellKey, SampleRecord
+from evalrun.store import CONFIG_FILE, PLAN_FILE, SAMPLES_FILE, SUMMARY_FILE, iter_records
+from evalrun.tasks import load_suite, load_task
+
+
+@dataclass(frozen=True)
+class SavedRun:
+    """A run directory's files, read back."""
+
+    run_dir: Path
+    run_id: str
+    tasks_dir: Path
+    trials: int
+    cells: int
+    config: dict[str, Any]
+    tasks: dict[str, TaskItem]
+    cell_keys: frozenset[CellKey]
+
+    @classmethod
+    def read(cls, run_dir: Path) -> SavedRun:
+        """Raises `UsageError` naming the missing or unreadable file."""
+        run_dir = Path(run_dir)
+        plan = _read(run_dir / PLAN_FILE, json.loads)
+        config = _read(run_dir / CONFIG_FILE, yaml.safe_load) or {}
+        if not (run_dir / SAMPLES_FILE).is_file():
+            raise UsageError(f"{run_dir / SAMPLES_FILE}: missing - this run recorded no sample")
+        try:
+            tasks_dir = Path(plan["tasks_dir"])
+            planned = plan["tasks"]
+            keys = frozenset(
+                CellKey(task_id=t["id"], fingerprint=t["fingerprint"], trial=i)
+                for t in planned
+                for i in range(int(plan["trials"]))
+            )
+            items = {
+                t["id"]: TaskItem(
+                    task_id=t["id"],
+                    difficulty=t.get("difficulty", "unknown"),
+                    tags=tuple(t.get("tags", [])),
+                    fingerprint=t["fingerprint"],
+                    prompt=_prompt_from_suite(tasks_dir, t["id"], t["fingerprint"]),
+                )
+                for t in planned
+            }
+            return cls(
+                run_dir=run_dir,
+                run_id=str(plan["run_id"]),
+                tasks_dir=tasks_dir,
+                trials=int(plan["trials"]),
+                cells=int(plan.get("cells", len(keys))),
+                config=config,
+                tasks=items,
+                cell_keys=keys,
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise UsageError(f"{run_dir / PLAN_FILE}: not an evalrun plan ({exc!r})") from exc
+
+    def records(self) -> list[SampleRecord]:
+        """The plan's samples (a record for another fingerprint or trial is not this run's)."""
+        records = iter_records(self.run_dir / SAMPLES_FILE, SampleRecord)
+        return [r for r in records if r.key in self.cell_keys]
+
+    def summary(self, records: list[SampleRecord]) -> Summary:
+        path = self.run_dir / SUMMARY_FILE
+        if path.is_file():
+            try:
+                return Summary.model_validate_json(path.read_text())
+            except ValueError:
+                pass  # an older or torn summary: recompute from the samples
+        meta = {
+            t.task_id: {"difficulty": t.difficulty, "tags": list(t.tags)}
+            for t in self.tasks.values()
+        }
+        return summarize(records, meta, run_id=self.run_id, trials=self.trials)
+
+
+def _read(path: Path, parse):
+    if not path.is_file():
+        raise UsageError(f"{path}: missing - is {path.parent} an evalrun run directory?")
+    try:
+        return parse(path.read_text())
+    except (ValueError, yaml.YAMLError) as exc:
+        raise UsageError(f"{path}: unreadable: {exc}") from exc
+
+
+def _prompt_from_suite(tasks_dir: Path, task_id: str, fingerprint: str) -> str | None:
+    """The task's prompt if its folder still exists unchanged; else None (never a guess)."""
+    try:
+        task = load_task(tasks_dir / task_id)
+    except (TaskFormatError, OSError):
+        return None
+    return task.spec.prompt if task.fingerprint == fingerprint else None
+
+
+@dataclass(frozen=True)
+class PushResult:
+    experiment_name: str
+    experiment_id: str
+    project: str
+    dataset: str
+    sent: int
+    skipped: int
+    problem: str | None
+
+
+def push(run_dir: Path, dest: OpikDestination) -> PushResult:
+    """Send a run directory to Opik. Raises `UsageError` (incl. `OpikUnavailable`) before
+    sending anything when the run directory or the connection is not usable."""
+    run = SavedRun.read(run_dir)
+    link = OpikLink.load(run.run_dir)
+    if link is None:
+        link = new_link(
+            run_dir=run.run_dir,
+            config=run.config,
+            tasks_dir=run.tasks_dir,
+            tasks=run.tasks.values(),
+            cells=run.cells,
+            dest=dest,
+            recorded_at="push",
+        )
+        link.save(run.run_dir)
+    tasks = {tid: _with_prompt(item, link.prompts.get(tid)) for tid, item in run.tasks.items()}
+    client = connect(replace(dest, project=link.project))
+    export = ExperimentExport(client, link, tasks)
+    export.open()
+    records = run.records()
+    for record in records:
+        export.send(record)
+    problem = export.finish(run.summary(records), dest.flush_timeout_s)
+    return PushResult(
+        experiment_name=link.experiment_name,
+        experiment_id=link.experiment_id,
+        project=link.project,
+        dataset=link.dataset,
+        sent=export.counts.sent,
+        skipped=export.counts.skipped,
+        problem=problem,
+    )
+
+
+def _with_prompt(item: TaskItem, prompt: str | None) -> TaskItem:
+    if item.prompt is not None or prompt is None:
+        return item
+    return TaskItem(item.task_id, item.difficulty, item.tags, item.fingerprint, prompt)
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    dataset: str
+    project: str
+    tasks: int
+
+
+def sync(suite_dir: Path, dest: OpikDestination) -> SyncResult:
+    """Upsert the dataset of the suite in `suite_dir` (tasks or probes): one item per task."""
+    suite_dir = Path(suite_dir)
+    items = [task_item(t) for t in load_suite(suite_dir)]
+    client = connect(dest)
+    name = dest.dataset_for(suite_dir)
+    try:
+        count = upsert_dataset(client, name, dest.project, items)
+        client.flush(timeout=dest.flush_timeout_s)
+    finally:
+        client.end(flush=False)
+    return SyncResult(dataset=name, project=dest.project, tasks=count)
+
+
+def destination(tracker: Any) -> OpikDestination:
+    """The Opik destination from a composed `tracker=opik` config node."""
+    if tracker.get("_target_") != "evalrun.trackers.opik.OpikTracker":
+        raise UsageError("push/sync send to Opik: leave `tracker` at opik (tracker.<key>=... only)")
+    return OpikDestination(
+        project=tracker.project,
+        dataset=tracker.dataset or None,
+        host=tracker.host or None,
+        workspace=tracker.workspace or None,
+        flush_timeout_s=tracker.flush_timeout_s,
+        probe_timeout_s=tracker.probe_timeout_s,
+    )
+
+
+def push_command(args: list[str], compose: Callable[[list[str]], Any], console: Console) -> int:
+    """`evalrun push <run-dir> [tracker.<key>=...]`: exit 0 when everything reached Opik."""
+    paths = [a for a in args if "=" not in a]
+    if len(paths) != 1:
+        raise UsageError("usage: evalrun push <run-dir> [tracker.project=... tracker.host=...]")
+    overrides = [a for a in args if "=" in a]
+    dest = destination(compose(["tracker=opik", *overrides]).tracker)
+    result = push(Path(paths[0]), dest)
+    skipped = f", {result.skipped} already there" if result.skipped else ""
+    console.print(
+        f"pushed {paths[0]} to Opik: experiment {result.experiment_name} "
+        f"({result.experiment_id}) in project {result.project}, dataset {result.dataset}: "
+        f"{result.sent} samples sent{skipped}",
+        highlight=False,
+    )
+    if result.problem:
+        console.print(f"[yellow]opik:[/] {result.problem}; push again to retry", highlight=False)
+        return 1
+    return 0
+
+
+def sync_command(args: list[str], compose: Callable[[list[str]], Any], console: Console) -> int:
+    """`evalrun sync [tasks_dir=...] [tracker.<key>=...]`: upsert the suite's dataset."""
+    from evalrun.plan import resolve_tasks_dir
+
+    cfg = compose(["tracker=opik", *args])
+    suite_dir = resolve_tasks_dir(cfg.tasks_dir)
+    result = sync(suite_dir, destination(cfg.tracker))
+    console.print(
+        f"synced {result.tasks} tasks from {suite_dir} to Opik dataset {result.dataset} "
+        f"in project {result.project} (unchanged items are not sent again)",
+        highlight=False,
+    )
+    return 0

@@ -1,0 +1,73 @@
+"""What, beyond the resolved config and the task fingerprints, it takes to reproduce a run.
+
+The git commit (and whether the tree had uncommitted changes) of evalrun and of the tasks' repo,
+the Python version, and the versions of evalrun and the packages that shape a result. Collected
+without importing any of those packages (`importlib.metadata` reads their installed metadata),
+so it costs a few milliseconds plus two short `git` calls.
+"""
+
+from __future__ import annotations
+
+import platform
+import subprocess
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from evalrun.config import REPO_ROOT
+
+KEY_PACKAGES = (
+    "evalrun",
+    "hydra-core",
+    "omegaconf",
+    "pydantic",
+    "pydantic-ai-slim",
+    "openai",
+    "litellm",
+    "opik",
+    "docker",
+    "modal",
+)
+
+
+def package_versions(names: tuple[str, ...] = KEY_PACKAGES) -> dict[str, str | None]:
+    """Installed version of each package, None when it is not installed."""
+    versions: dict[str, str | None] = {}
+    for name in names:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def git_state(folder: Path) -> dict[str, Any] | None:
+    """`{"sha": ..., "dirty": bool}` of the git work tree holding `folder`; None outside one
+    (or without git). `dirty` means uncommitted changes somewhere in that work tree."""
+
+    def git(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["git", "-C", str(folder), *args],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+
+    try:
+        head = git("rev-parse", "HEAD")
+        if head.returncode != 0:
+            return None
+        status = git("status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return {"sha": head.stdout.strip(), "dirty": bool(status.stdout.strip())}
+
+
+def reproduction_info(tasks_dir: Path) -> dict[str, Any]:
+    """Git state of evalrun and of the tasks, Python and package versions."""
+    return {
+        "git": {"evalrun": git_state(REPO_ROOT), "tasks": git_state(Path(tasks_dir))},
+        "python": platform.python_version(),
+        "packages": package_versions(),
+    }

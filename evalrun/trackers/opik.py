@@ -1,0 +1,126 @@
+"""`tracker=opik`: each run becomes an Opik experiment, each sample a trace, as the run goes.
+
+The local run directory is written as always; Opik is a second sink and never a reason for a run
+to fail. If Opik is missing, misconfigured or unreachable at the start, or stops answering later,
+the tracker says so once on stderr, stops sending, and the run completes with everything kept
+locally; `evalrun push <run-dir>` sends it later (see `evalrun.opik_push`). What is sent and how
+duplicates are avoided is described in `evalrun.opik_export`.
+
+opik is imported only when a run starts with this tracker. Exercised against a local stand-in
+for Opik's REST API (`tests/opik_standin.py`), not a real Opik server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+
+from evalrun.errors import UsageError
+from evalrun.opik_export import ExperimentExport, connect
+from evalrun.opik_link import OpikDestination, OpikLink, new_link, task_item
+from evalrun.records import SampleRecord
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from evalrun.metrics import Summary
+    from evalrun.plan import RunPlan
+
+
+class OpikTracker:
+    name = "opik"
+
+    def __init__(
+        self,
+        project: str = "evalrun",
+        dataset: str | None = None,
+        host: str | None = None,
+        workspace: str | None = None,
+        flush_timeout_s: int = 60,
+        probe_timeout_s: float = 3.0,
+    ):
+        self.destination = OpikDestination(
+            project=project,
+            dataset=dataset or None,
+            host=host or None,
+            workspace=workspace or None,
+            flush_timeout_s=flush_timeout_s,
+            probe_timeout_s=probe_timeout_s,
+        )
+        self.console = Console(stderr=True, soft_wrap=True)
+        self._export: ExperimentExport | None = None
+        self._run_dir: Path | None = None
+
+    def start(self, plan: RunPlan) -> None:
+        self._run_dir = plan.run_dir
+        tasks = {t.id: task_item(t) for t in plan.tasks}
+        try:
+            link = OpikLink.load(plan.run_dir)
+            if link is None:
+                link = new_link(
+                    run_dir=plan.run_dir,
+                    config=plan.config,
+                    tasks_dir=plan.tasks_dir,
+                    tasks=tasks.values(),
+                    cells=len(plan.cells),
+                    dest=self.destination,
+                    recorded_at="run",
+                )
+                link.save(plan.run_dir)
+            client = connect(replace(self.destination, project=link.project))
+            export = ExperimentExport(client, link, tasks)
+            export.open()
+        except Exception as exc:
+            self._give_up(_describe(exc))
+            return
+        self._export = export
+
+    def record(self, record: SampleRecord) -> None:
+        if self._export is None:
+            return
+        try:
+            self._export.send(record)
+        except Exception as exc:
+            self._give_up(_describe(exc))
+
+    def finish(self, summary: Summary) -> None:
+        export = self._export
+        if export is None:
+            return
+        try:
+            problem = export.finish(summary, self.destination.flush_timeout_s)
+        except Exception as exc:
+            problem = _describe(exc)
+        if problem:
+            self._give_up(problem)
+            return
+        link = export.link
+        skipped = f", {export.counts.skipped} already there" if export.counts.skipped else ""
+        self.console.print(
+            f"opik: experiment {link.experiment_name} in project {link.project} "
+            f"({export.counts.sent} samples sent{skipped}; dataset {link.dataset})",
+            highlight=False,
+        )
+
+    def _give_up(self, reason: str) -> None:
+        """Report once, stop sending; the run carries on locally."""
+        export, self._export = self._export, None
+        if export is not None:
+            with contextlib.suppress(Exception):  # already failing; nothing more to report
+                export.client.end(flush=False)
+        self.console.print(
+            f"[yellow]opik:[/] {reason}\n"
+            f"  Nothing is lost: the run is kept in full in {self._run_dir}; "
+            f"send it to Opik later with: evalrun push {self._run_dir}",
+            highlight=False,
+        )
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, UsageError):  # OpikUnavailable, an unreadable opik.json
+        return str(exc)
+    first_line = next(iter(str(exc).strip().splitlines()), "")
+    return f"an Opik request failed: {type(exc).__name__}: {first_line}"[:500]
