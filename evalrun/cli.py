@@ -51,6 +51,10 @@ def cmd_check(args: list[str]) -> int:
     plan = build(compose_config(args))
     plan.backend.preflight()
     console = _console()
+    if plan.suite == "probes":  # scripted good/bad runs instead of gold/untouched/wrong
+        from evalrun.probes.check import run_check
+
+        return run_check(plan, console)
     console.print(
         f"checking {len(plan.tasks)} tasks in {plan.tasks_dir} on sandbox={plan.backend.name}"
     )

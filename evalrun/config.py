@@ -208,6 +208,7 @@ class EvalConfig:
     profile: ProfileConf = MISSING
     name: str = "eval"
     tasks_dir: str | None = None  # None: the bundled benchmark
+    suite: str = "tasks"  # tasks | probes (behaviour probes; default folder probes/)
     run_dir: str = "runs/${now:%Y%m%d-%H%M%S}-${name}"
     trials: int = 1
     # Selection: a string or a list each (`tags=python`, `tags=[python,git]`).

@@ -29,6 +29,7 @@ from evalrun.tasks import Difficulty, Task, load_suite, runnable_on
 from evalrun.trackers.base import Tracker
 
 BUNDLED_TASKS = REPO_ROOT / "tasks"
+BUNDLED_PROBES = REPO_ROOT / "probes"
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ class RunPlan:
     agent: Agent = field(repr=False)
     tracker: Tracker = field(repr=False)
     profile: ThresholdProfile = field(repr=False)
+    suite: str = "tasks"  # or "probes"
 
     @property
     def cells(self) -> list[tuple[Task, int]]:
@@ -138,6 +140,31 @@ def resolve_tasks_dir(value: str | None) -> Path:
     return BUNDLED_TASKS if value in (None, "") else Path(value).expanduser().resolve()
 
 
+def load_for_suite(
+    suite: str, tasks_dir: str | None, reward_threshold: float
+) -> tuple[Path, list[Task]]:
+    """`suite=tasks`: task folders (default: the bundled benchmark); `suite=probes`: behaviour
+    probe folders (default: the bundled probes/). `tasks_dir` points either at another folder."""
+    if suite == "probes":
+        from evalrun.probes.format import load_probes
+
+        folder = resolve_tasks_dir(tasks_dir) if tasks_dir else BUNDLED_PROBES
+        return folder, load_probes(folder)
+    if suite != "tasks":
+        raise UsageError(f"suite: expected tasks or probes, got {suite!r}")
+    folder = resolve_tasks_dir(tasks_dir)
+    return folder, load_suite(folder, reward_threshold=reward_threshold)
+
+
+def agent_for_suite(suite: str, agent: Agent) -> Agent:
+    """Probes are graded on what the agent did: record its steps and the workspace around them."""
+    if suite != "probes":
+        return agent
+    from evalrun.probes.evidence import RecordingAgent
+
+    return RecordingAgent(agent)
+
+
 def _instantiate(node: DictConfig, group: str, **kwargs: Any) -> Any:
     try:
         return instantiate(node, **kwargs)
@@ -151,11 +178,11 @@ def build(cfg: DictConfig) -> RunPlan:
         raise UsageError(f"trials: expected a positive number, got {cfg.trials}")
     if cfg.concurrency < 1:
         raise UsageError(f"concurrency: expected a positive number, got {cfg.concurrency}")
-    tasks_dir = resolve_tasks_dir(cfg.tasks_dir)
+    tasks_dir, suite_tasks = load_for_suite(cfg.suite, cfg.tasks_dir, cfg.reward_threshold)
     ids = as_list(cfg.ids, "ids")
     backend = _instantiate(cfg.sandbox, "sandbox", keep_workspaces=cfg.keep_workspaces)
     chosen = select(
-        load_suite(tasks_dir, reward_threshold=cfg.reward_threshold),
+        suite_tasks,
         tags=as_list(cfg.tags, "tags"),
         difficulty=as_list(cfg.difficulty, "difficulty"),
         ids=ids,
@@ -191,9 +218,10 @@ def build(cfg: DictConfig) -> RunPlan:
         ),
         dry_run=cfg.dry_run,
         backend=backend,
-        agent=_instantiate(cfg.agent, "agent"),
+        agent=agent_for_suite(cfg.suite, _instantiate(cfg.agent, "agent")),
         tracker=_instantiate(cfg.tracker, "tracker"),
         profile=build_profile(cfg.profile, cfg.baseline),
+        suite=cfg.suite,
     )
     warn_if_not_isolated(plan.backend, plan.agent)
     return plan

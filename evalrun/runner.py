@@ -129,6 +129,10 @@ def run(cfg: DictConfig, console: Console | None = None, overrides: list[str] | 
     report_files = write_reports(plan.run_dir)  # report.html, junit.xml
     plan.tracker.finish(summary)
     render(summary, plan.run_dir, console)
+    if plan.suite == "probes":  # each expectation's pass rate per probe, and probes.json
+        from evalrun.probes.report import report_expectations
+
+        report_expectations(plan.run_dir, [r for r in store.records() if r.key in wanted], console)
     console.print(f"report: {report_files[0]}", highlight=False, soft_wrap=True)
     if interrupted:
         console.print(

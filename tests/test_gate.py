@@ -184,6 +184,12 @@ def test_regression_profile_composes_with_every_section():
     assert {"pass@1", "p95_agent_s"} <= set(profile.max_drop)
 
 
+def test_a_bound_can_be_merged_in_from_the_command_line():
+    cfg = compose_config(["profile=regression", "profile.floors={pass@1: 0.9}"])
+    profile = build_profile(cfg.profile, None)
+    assert profile.floors["pass@1"] == 0.9 and profile.floors["tag:git:pass@1"] == 0.5
+
+
 def test_missing_baseline_is_a_usage_error(make_task, tmp_path):
     cfg = compose_config(
         [f"tasks_dir={make_task().parent}", "profile=regression", f"baseline={tmp_path}"]

@@ -89,6 +89,44 @@ def fake_job(root, num, overrides, outcomes_scores):
     store.write_json(SUMMARY_FILE, summary.model_dump(mode="json"))
 
 
+def test_judge_agreement_with_the_oracle_and_between_judges(tmp_path):
+    # job 0 (judge a): agrees with the oracle on 3 of 4; job 1 (judge b): on 2 of 4 (one error)
+    fake_job(
+        tmp_path,
+        0,
+        ["judge=a"],
+        [
+            ("pass", {"quality": 0.9}),
+            ("pass", {"quality": 0.5}),
+            ("fail", {"quality": 0.1}),
+            ("fail", {"quality": 0.8}),
+        ],
+    )
+    fake_job(
+        tmp_path,
+        1,
+        ["judge=b"],
+        [
+            ("pass", {"quality": 0.2}),
+            ("pass", {"quality": 1.0}),
+            ("fail", {"quality": 0.0, "reward": 1.0}),  # reward is no judge
+            ("error", {"quality": 0.9}),  # harness errors are not judged against the oracle
+        ],
+    )
+    judges = summarize_sweep(tmp_path)["judges"]
+    assert judges["with_oracle"] == {
+        "judge=a:quality": {"samples": 4, "agreement": 0.75},
+        "judge=b:quality": {"samples": 3, "agreement": 2 / 3},
+    }
+    # cells both judged: trials 0, 1, 2 -> a says pass, pass, fail; b says fail, pass, fail
+    assert judges["between_judges"] == [
+        {"a": "judge=a:quality", "b": "judge=b:quality", "cells": 3, "agreement": 2 / 3}
+    ]
+    out = io.StringIO()
+    render(summarize_sweep(tmp_path), Console(file=out, width=200))
+    assert "Judge agreement" in out.getvalue() and "judge=a:quality" in out.getvalue()
+
+
 def test_an_unfinished_job_is_listed_without_metrics(tmp_path):
     fake_job(tmp_path, 0, ["agent=oracle"], [("pass", {})])
     fake_job(tmp_path, 1, ["agent=noop"], [("fail", {})])

@@ -1,0 +1,143 @@
+"""What a probe's expectations are judged on: the trajectory, the final output, and the workspace
+before and after the agent.
+
+`RecordingAgent` wraps whatever agent runs the probe. Before the agent starts it snapshots the
+workspace; after the agent returns it writes the evidence - trajectory, output, the before
+snapshot - as JSON into the sandbox's private folder (outside the workspace). Grading
+(`ProbeFormat.grade`) reads it back and takes the after snapshot itself. Writing at the end means
+an agent cannot tamper with what it will be judged on; an agent that never returns (timeout)
+leaves no evidence, and every expectation then fails with that reason.
+
+Snapshots go through the Sandbox API only (`find` lists the files, `read_file` fetches them), so
+probes run on every backend. `.git/` is left out: its
+internals change with every commit and are not the agent's "diff".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalrun.errors import SandboxError
+from evalrun.records import AgentResult, ToolCall
+from evalrun.sandbox.base import Sandbox
+from evalrun.tasks import Task
+
+EVIDENCE_FILE = "probe-evidence.json"
+CONTENT_LIMIT = 1 << 20  # files larger than this are compared by hash only
+
+# type, size, link target, path - NUL-separated; .git/ pruned (findutils, present in every image)
+_LIST_FILES = [
+    "find", ".", "-name", ".git", "-prune", "-o", "(", "-type", "f", "-o", "-type", "l", ")",
+    "-printf", r"%y\t%s\t%l\t%P\0",
+]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class FileState:
+    """One workspace file: its hash, and its text when it is small UTF-8 (else None)."""
+
+    sha256: str
+    text: str | None = None
+
+
+Snapshot = dict[str, FileState]
+
+
+async def snapshot(sandbox: Sandbox) -> Snapshot:
+    """Every file in the workspace (but .git/), with contents of small text files.
+
+    Hashes are computed here from the bytes read back (large files: by `sha256sum` in the
+    sandbox), so listing costs one `find` however many files there are.
+    """
+    result = await sandbox.exec(_LIST_FILES, timeout_s=60)
+    if not result.ok:
+        raise SandboxError(f"could not list the workspace: {result.stderr.strip()[:300]}")
+    files: Snapshot = {}
+    for entry in sorted(e for e in result.stdout.split("\0") if e):
+        kind, size, target, path = entry.split("\t", 3)
+        if kind == "l":
+            files[path] = FileState(hashlib.sha256(f"-> {target}".encode()).hexdigest())
+        elif int(size) > CONTENT_LIMIT:
+            summed = await sandbox.exec(["sha256sum", "--", path], timeout_s=60)
+            files[path] = FileState(summed.stdout.split(" ", 1)[0])
+        else:
+            data = await sandbox.read_file(path)
+            try:
+                text: str | None = data.decode("utf-8")
+            except UnicodeDecodeError:
+                text = None
+            files[path] = FileState(hashlib.sha256(data).hexdigest(), text)
+    return files
+
+
+@dataclass
+class Evidence:
+    """Everything expectations look at. `finished` is False when the agent left no record."""
+
+    trajectory: list[ToolCall] = field(default_factory=list)
+    output: str = ""
+    before: Snapshot = field(default_factory=dict)
+    after: Snapshot = field(default_factory=dict)
+    finished: bool = True
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "trajectory": [step.model_dump(mode="json") for step in self.trajectory],
+                "output": self.output,
+                "before": {p: [f.sha256, f.text] for p, f in self.before.items()},
+            }
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> Evidence:
+        data = json.loads(text)
+        return cls(
+            trajectory=[ToolCall.model_validate(s) for s in data["trajectory"]],
+            output=data["output"],
+            before={p: FileState(sha, txt) for p, (sha, txt) in data["before"].items()},
+        )
+
+
+def evidence_path(sandbox: Sandbox) -> str:
+    return posixpath.join(sandbox.private_dir, EVIDENCE_FILE)
+
+
+async def read_evidence(sandbox: Sandbox) -> Evidence:
+    """The evidence the recording agent left, with the workspace as it is now as `after`."""
+    try:
+        evidence = Evidence.from_json((await sandbox.read_file(evidence_path(sandbox))).decode())
+    except FileNotFoundError:
+        evidence = Evidence(finished=False)
+    evidence.after = await snapshot(sandbox)
+    return evidence
+
+
+class RecordingAgent:
+    """Runs `inner` and leaves the evidence a probe is graded on (see the module docstring).
+
+    Named like the agent it wraps, so reports and the isolation warning are unchanged.
+    """
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+        self.name = inner.name
+
+    def preflight(self) -> None:
+        self.inner.preflight()
+
+    async def run(self, task: Task, sandbox: Sandbox) -> AgentResult:
+        before = await snapshot(sandbox)
+        try:
+            result = await self.inner.run(task, sandbox)
+        except SandboxError:
+            raise
+        except Exception as exc:  # as the engine would record it; the probe is still graded
+            result = AgentResult(error=f"{type(exc).__name__}: {exc}")
+        evidence = Evidence(list(result.trajectory), result.output, before)
+        await sandbox.write_file(evidence_path(sandbox), evidence.to_json())
+        return result

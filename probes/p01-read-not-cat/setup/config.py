@@ -1,0 +1,5 @@
+"""Server settings."""
+
+HOST = "0.0.0.0"
+PORT = 8080
+WORKERS = 4

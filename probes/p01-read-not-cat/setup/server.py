@@ -1,0 +1,5 @@
+from config import HOST, PORT
+
+
+def address() -> str:
+    return f"{HOST}:{PORT}"
