@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -226,14 +227,35 @@ def test_suite_probes_defaults_to_the_bundled_probes_folder():
     assert plan.agent.name == "oracle"  # wrapped for recording, named as the agent it wraps
 
 
-@pytest.mark.bwrap
-def test_probe_sanity_holds_in_bubblewrap():
-    """The evidence path (find, read_file, private folder) works in an isolated backend too."""
-    require_engine(shutil.which("bwrap") is not None, "bubblewrap (apt-get install bubblewrap)")
-    from evalrun.sandbox.bwrap import BwrapBackend
+def isolated_backend(name: str):
+    if name == "bwrap":
+        require_engine(shutil.which("bwrap") is not None, "bubblewrap (apt-get install bubblewrap)")
+        from evalrun.sandbox.bwrap import BwrapBackend
 
+        return BwrapBackend()
+    from evalrun.errors import SandboxUnavailable
+    from evalrun.sandbox.docker import DockerBackend
+
+    backend = DockerBackend(image=os.environ.get("EVALRUN_DOCKER_IMAGE", "evalrun-base:bookworm"))
+    try:
+        backend.preflight()
+    except SandboxUnavailable as exc:
+        require_engine(False, f"a Docker engine and the base image ({exc})")
+    return backend
+
+
+@pytest.mark.parametrize(
+    "backend_name",
+    [
+        pytest.param("bwrap", marks=pytest.mark.bwrap),
+        pytest.param("docker", marks=pytest.mark.docker),
+    ],
+)
+def test_probe_sanity_holds_in_isolated_sandboxes(backend_name):
+    """The evidence path (find, read_file, the private folder) works where the host is hidden."""
+    backend = isolated_backend(backend_name)
     probes = [p for p in load_probes(BUNDLED_PROBES) if p.id.startswith(("p06", "p09", "p12"))]
-    results = asyncio.run(check_probes(probes, BwrapBackend(), Limits(), concurrency=2))
+    results = asyncio.run(check_probes(probes, backend, Limits(), concurrency=2))
     assert len(results) == 6 and all(r.honest for r in results), [
         (r.probe_id, r.run, r.record.reason) for r in results if not r.honest
     ]
