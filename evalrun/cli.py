@@ -157,13 +157,15 @@ def _run_job(cfg) -> None:
     global _job_started
     _job_started = True
     from hydra.core.hydra_config import HydraConfig
+    from omegaconf import OmegaConf
 
     from evalrun.runner import run
 
     hydra_cfg = HydraConfig.get()
     run_dir = Path(hydra_cfg.runtime.output_dir)
     cfg.run_dir = str(run_dir)
-    overrides = [o for o in hydra_cfg.overrides.task if not o.startswith("run_dir=")]
+    task_overrides = OmegaConf.to_container(hydra_cfg.overrides.task, resolve=False)
+    overrides = [str(o) for o in task_overrides if not str(o).startswith("run_dir=")]
     try:
         _exit_codes.append(run(cfg, _console(), overrides=redact_overrides(overrides)))
         if hydra_cfg.mode is not None and hydra_cfg.mode.name == "MULTIRUN":

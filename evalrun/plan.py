@@ -16,6 +16,7 @@ from typing import Any
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
 
 from evalrun.agents.base import Agent
 from evalrun.config import REPO_ROOT
@@ -174,6 +175,10 @@ def _instantiate(node: DictConfig, group: str, **kwargs: Any) -> Any:
 
 def build(cfg: DictConfig) -> RunPlan:
     """Resolve `cfg` (an `EvalConfig`) into a RunPlan; raises `UsageError` on a bad config."""
+    try:
+        resolved = OmegaConf.to_container(cfg, resolve=True)
+    except OmegaConfBaseException as exc:  # e.g. an unresolvable ${...} in an override
+        raise UsageError(f"config: {exc}".replace("\n", " ")) from exc
     if cfg.trials < 1:
         raise UsageError(f"trials: expected a positive number, got {cfg.trials}")
     if cfg.concurrency < 1:
@@ -199,7 +204,6 @@ def build(cfg: DictConfig) -> RunPlan:
         console = Console(stderr=True, soft_wrap=True)
         for task_id, reason in skipped:
             console.print(f"[yellow]skipped[/] {task_id}: {reason}", highlight=False)
-    resolved = OmegaConf.to_container(cfg, resolve=True)
     assert isinstance(resolved, dict)
     run_dir = Path(cfg.run_dir)
     plan = RunPlan(

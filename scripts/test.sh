@@ -26,7 +26,8 @@ bash scripts/bootstrap.sh
 bash scripts/docker-engine.sh
 bash scripts/build-base-image.sh
 
-echo "test: proving every bundled oracle honest"
+echo "test: proving every bundled oracle honest (tasks, then probes)"
 .venv/bin/evalrun check
+.venv/bin/evalrun check suite=probes
 echo "test: pytest"
 .venv/bin/python -m pytest -q -ra "$@"

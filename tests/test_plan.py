@@ -91,3 +91,10 @@ def test_resolved_config_is_redacted(suite):
     assert plan.config["trials"] == 1
     assert plan.config["tasks_dir"] == str(suite)
     assert "${" not in str(plan.config)
+
+
+def test_an_unresolvable_interpolation_is_a_usage_error_naming_the_key(suite):
+    with pytest.raises(UsageError) as err:
+        plan_for(suite, "agent=command", "agent.cmd=my-agent ${NOT_A_KEY}")
+    assert "Interpolation key 'NOT_A_KEY' not found" in str(err.value)
+    assert "agent.cmd" in str(err.value)
