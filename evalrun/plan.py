@@ -23,6 +23,7 @@ from evalrun.config import REPO_ROOT
 from evalrun.engine import Limits
 from evalrun.errors import UsageError
 from evalrun.gate import ThresholdProfile, build_profile
+from evalrun.judges import Judge, NoJudge, build_judge
 from evalrun.records import CellKey
 from evalrun.redact import redact
 from evalrun.sandbox.base import SandboxBackend
@@ -48,6 +49,7 @@ class RunPlan:
     agent: Agent = field(repr=False)
     tracker: Tracker = field(repr=False)
     profile: ThresholdProfile = field(repr=False)
+    judge: Judge = field(repr=False, default_factory=NoJudge)
     suite: str = "tasks"  # or "probes"
 
     @property
@@ -225,6 +227,7 @@ def build(cfg: DictConfig) -> RunPlan:
         agent=agent_for_suite(cfg.suite, _instantiate(cfg.agent, "agent")),
         tracker=_instantiate(cfg.tracker, "tracker"),
         profile=build_profile(cfg.profile, cfg.baseline),
+        judge=build_judge(cfg.judge),
         suite=cfg.suite,
     )
     warn_if_not_isolated(plan.backend, plan.agent)

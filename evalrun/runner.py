@@ -18,7 +18,6 @@ from evalrun.configdiff import NOT_RESULT_RELEVANT, diff
 from evalrun.engine import execute
 from evalrun.errors import UsageError
 from evalrun.gate import print_verdict
-from evalrun.judges import build_judge
 from evalrun.metrics import Summary, summarize
 from evalrun.plan import RunPlan, build, cell_key
 from evalrun.progress import RunProgress
@@ -71,14 +70,13 @@ def run(cfg: DictConfig, console: Console | None = None, overrides: list[str] | 
     interrupted). `overrides` are the command-line overrides, kept so a resume can replay them."""
     console = console or Console()
     plan = build(cfg)
-    judge = build_judge(cfg.judge)
     if plan.dry_run:
         print_plan(plan, console)
         console.print("dry run: nothing was run")
         return 0
     plan.backend.preflight()
     plan.agent.preflight()
-    judge.preflight()
+    plan.judge.preflight()
     refuse_incompatible_resume(plan)
     store = RunStore(plan.run_dir)
     store.create()
@@ -119,7 +117,7 @@ def run(cfg: DictConfig, console: Console | None = None, overrides: list[str] | 
                     on_record=on_record,
                     log=store.write_log,
                     on_interrupt=on_interrupt,
-                    judge=judge,
+                    judge=plan.judge,
                 )
             )
         finally:
