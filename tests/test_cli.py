@@ -152,3 +152,17 @@ def test_check_catches_an_oracle_too_weak_for_a_near_miss(make_task):
     proc = evalrun("check", f"tasks_dir={suite}")
     assert proc.returncode == 1
     assert "wrong/off-by-one: expected fail, got pass" in proc.stdout
+
+
+def test_start_up_and_a_dry_run_import_no_heavy_sdk(suite, tmp_path):
+    code = (
+        "import sys\n"
+        "from evalrun.cli import compose_config\n"
+        "from evalrun.plan import build\n"
+        f"build(compose_config(['tasks_dir={suite}', 'run_dir={tmp_path / 'run'}', 'dry_run=true']))\n"
+        "heavy = {'litellm', 'opik', 'pydantic_ai', 'modal', 'docker'} & set(sys.modules)\n"
+        "print(sorted(heavy))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
