@@ -253,7 +253,10 @@ def sample_body(run: RunFiles, rec: SampleRecord) -> str:
             f"tokens, cost {fmt_usd(usage.cost_usd)}",
         ),
     ]
-    facts += [(f"judge {name}", fmt_rate(score, 3)) for name, score in rec.scores.items()]
+    for name, score in rec.scores.items():  # judges (with their reason), rewards, expectations
+        reason = rec.judge_reasons.get(name)
+        label = f"judge {name}" if reason is not None else f"score {name}"
+        facts.append((label, fmt_rate(score, 3) + (f" — {reason}" if reason else "")))
     kv = "".join(f"<div class=muted>{escape(k)}</div><div>{escape(v)}</div>" for k, v in facts)
     parts = [f'<div class="kv">{kv}</div>']
     if rec.agent.error:
