@@ -17,7 +17,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
-from evalrun.agents.base import Agent
+from evalrun.agents.base import Agent, tracking_progress
 from evalrun.errors import SandboxError
 from evalrun.formats.base import ImageBackend, SetupFailed
 from evalrun.grading import grade
@@ -61,10 +61,12 @@ def _open(backend: SandboxBackend, task: Task, label: str) -> AbstractAsyncConte
 async def _run_agent(
     agent: Agent, task: Task, box: Sandbox, timeout_s: float
 ) -> tuple[AgentResult, bool]:
-    try:
-        return await asyncio.wait_for(agent.run(task, box), timeout_s), False
-    except TimeoutError:
-        return AgentResult(error=f"agent timed out after {timeout_s:g}s"), True
+    with tracking_progress() as so_far:
+        try:
+            return await asyncio.wait_for(agent.run(task, box), timeout_s), False
+        except TimeoutError:  # keep whatever the agent reported doing (and spending) so far
+            error = f"agent timed out after {timeout_s:g}s"
+            return so_far.model_copy(update={"error": error}), True
 
 
 async def attempt_sample(

@@ -21,6 +21,7 @@ import importlib.util
 from collections.abc import Mapping
 from typing import Any
 
+from evalrun.agents.base import progress
 from evalrun.agents.coder_model import build_model, cost_of, default_settings
 from evalrun.agents.coder_tools import SandboxTools
 from evalrun.errors import UsageError
@@ -90,12 +91,14 @@ class CoderAgent:
     async def run(self, task: Task, sandbox: Sandbox) -> AgentResult:
         from pydantic_ai import Agent, Tool
         from pydantic_ai.exceptions import AgentRunError
-        from pydantic_ai.messages import ModelResponse
         from pydantic_ai.usage import UsageLimits
 
         tools = SandboxTools(
             sandbox, output_chars=self.output_chars, bash_timeout_s=self.bash_timeout_s
         )
+        live = progress()  # filled as we go: kept by the engine if its timeout cancels us
+        if live is not None:
+            tools.trajectory = live.trajectory
         model, client = build_model(
             self.provider, max_retries=self.max_retries, timeout_s=self.request_timeout_s
         )
@@ -114,27 +117,29 @@ class CoderAgent:
             ) as run:
                 try:
                     async for _node in run:
-                        pass
+                        if live is not None:
+                            live.usage = self._usage(run.usage, run.all_messages())
                     if run.result is not None:
                         output = str(run.result.output)
                 except AgentRunError as exc:
                     error = _describe(exc, max_steps)
-                run_usage = run.usage
-                responses = [m for m in run.all_messages() if isinstance(m, ModelResponse)]
+                usage = self._usage(run.usage, run.all_messages())
         finally:
             await client.close()
+        return AgentResult(output=output, trajectory=tools.trajectory, usage=usage, error=error)
+
+    def _usage(self, run_usage: Any, messages: list[Any]) -> Usage:
+        """Tokens pydantic-ai counted so far, priced from the model responses received."""
+        from pydantic_ai.messages import ModelResponse
+
+        responses = [m for m in messages if isinstance(m, ModelResponse)]
         cost, cost_source = cost_of(responses, self.provider)
-        return AgentResult(
-            output=output,
-            trajectory=tools.trajectory,
-            usage=Usage(
-                requests=run_usage.requests,
-                input_tokens=run_usage.input_tokens,
-                output_tokens=run_usage.output_tokens,
-                cache_read_tokens=run_usage.cache_read_tokens,
-                cache_write_tokens=run_usage.cache_write_tokens,
-                cost_usd=cost,
-                cost_source=cost_source,
-            ),
-            error=error,
+        return Usage(
+            requests=run_usage.requests,
+            input_tokens=run_usage.input_tokens,
+            output_tokens=run_usage.output_tokens,
+            cache_read_tokens=run_usage.cache_read_tokens,
+            cache_write_tokens=run_usage.cache_write_tokens,
+            cost_usd=cost,
+            cost_source=cost_source,
         )

@@ -202,3 +202,24 @@ def test_the_cli_runs_the_coder_against_an_openai_compatible_url(real_suite, tmp
     assert "pass@1 1.000" in proc.stdout
     assert server.requests[0].headers["authorization"] == "Bearer sk-cli"
     assert '"outcome":"pass"' in (run_dir / "samples.jsonl").read_text()
+
+
+def test_an_agent_timeout_keeps_the_steps_and_tokens_already_spent(real_suite, tmp_path):
+    suite = real_suite(TYPO)
+    script = [
+        call(("ls", {"path": "."}), prompt_tokens=900, completion_tokens=12),
+        call(("bash", {"command": "sleep 60"}), prompt_tokens=1000, completion_tokens=20),
+        answer("never reached"),
+    ]
+    with Standin(script) as server:
+        overrides = coder(server, "agent.bash_timeout_s=120", "timeouts.agent_s=10")
+        done = run_eval(suite, tmp_path / "run", *overrides)
+
+    rec = done.only
+    assert rec.timed_out_phase == "agent"
+    assert rec.outcome == "fail"  # still graded
+    assert rec.agent.error == "agent timed out after 10s"
+    assert [step.name for step in rec.agent.trajectory] == ["ls"]
+    assert rec.agent.usage.requests == 2
+    assert rec.agent.usage.input_tokens == 1900
+    assert rec.agent.usage.output_tokens == 32
