@@ -29,7 +29,7 @@ from evalrun.opik_export import ExperimentExport, connect, upsert_dataset
 from evalrun.opik_link import OpikDestination, OpikLink, TaskItem, new_link, task_item
 from evalrun.records import CellKey, SampleRecord
 from evalrun.store import CONFIG_FILE, PLAN_FILE, SAMPLES_FILE, SUMMARY_FILE, iter_records
-from evalrun.tasks import load_suite, load_task
+from evalrun.tasks import Task, load_task
 
 
 @dataclass(frozen=True)
@@ -180,10 +180,10 @@ class SyncResult:
     tasks: int
 
 
-def sync(suite_dir: Path, dest: OpikDestination) -> SyncResult:
+def sync(suite_dir: Path, tasks: list[Task], dest: OpikDestination) -> SyncResult:
     """Upsert the dataset of the suite in `suite_dir` (tasks or probes): one item per task."""
     suite_dir = Path(suite_dir)
-    items = [task_item(t) for t in load_suite(suite_dir)]
+    items = [task_item(t) for t in tasks]
     client = connect(dest)
     name = dest.dataset_for(suite_dir)
     try:
@@ -230,15 +230,22 @@ def push_command(args: list[str], compose: Callable[[list[str]], Any], console: 
 
 
 def sync_command(args: list[str], compose: Callable[[list[str]], Any], console: Console) -> int:
-    """`evalrun sync [tasks_dir=...] [tracker.<key>=...]`: upsert the suite's dataset."""
-    from evalrun.plan import resolve_tasks_dir
+    """`evalrun sync [suite=...] [tasks_dir=...] [tracker.<key>=...]`: upsert the datasets.
+
+    With neither `suite=` nor `tasks_dir=` (nor one `tracker.dataset=` for everything), both
+    bundled suites are synced: the tasks and the behaviour probes, one dataset each.
+    """
+    from evalrun.plan import load_for_suite
 
     cfg = compose(["tracker=opik", *args])
-    suite_dir = resolve_tasks_dir(cfg.tasks_dir)
-    result = sync(suite_dir, destination(cfg.tracker))
-    console.print(
-        f"synced {result.tasks} tasks from {suite_dir} to Opik dataset {result.dataset} "
-        f"in project {result.project} (unchanged items are not sent again)",
-        highlight=False,
-    )
+    chosen = any(a.startswith(("suite=", "tasks_dir=", "tracker.dataset=")) for a in args)
+    dest = destination(cfg.tracker)
+    for suite in [cfg.suite] if chosen else ["tasks", "probes"]:
+        suite_dir, tasks = load_for_suite(suite, cfg.tasks_dir, cfg.reward_threshold)
+        result = sync(suite_dir, tasks, dest)
+        console.print(
+            f"synced {result.tasks} {suite} from {suite_dir} to Opik dataset {result.dataset} "
+            f"in project {result.project} (unchanged items are not sent again)",
+            highlight=False,
+        )
     return 0

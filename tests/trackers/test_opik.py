@@ -239,10 +239,22 @@ def test_push_of_a_run_made_without_opik(suite, tmp_path, standin, capsys):
 def test_sync_upserts_the_suite_dataset_once(suite, standin, capsys):
     assert cli("sync", f"tasks_dir={suite}", "tracker.dataset=my-suite") == 0
     assert cli("sync", f"tasks_dir={suite}", "tracker.dataset=my-suite") == 0
-    assert "synced 2 tasks" in capsys.readouterr().out
+    assert "synced 2 tasks from" in capsys.readouterr().out
     assert len(standin.items_of("my-suite")) == 2
     assert len(standin.calls("PUT", "v1/private/datasets/items")) == 1
     assert standin.traces == {} and standin.experiments == {}
+
+
+def test_sync_without_a_suite_upserts_the_bundled_tasks_and_probes(standin, capsys):
+    from evalrun.plan import BUNDLED_PROBES, BUNDLED_TASKS
+
+    assert cli("sync") == 0
+    out = capsys.readouterr().out
+    assert "Opik dataset evalrun-tasks-v1" in out and "Opik dataset evalrun-probes-v1" in out
+    tasks = [p for p in BUNDLED_TASKS.iterdir() if (p / "task.yaml").is_file()]
+    probes = [p for p in BUNDLED_PROBES.iterdir() if (p / "probe.yaml").is_file()]
+    assert len(standin.items_of("evalrun-tasks-v1")) == len(tasks)
+    assert len(standin.items_of("evalrun-probes-v1")) == len(probes) >= 12
 
 
 def test_unconfigured_opik_is_reported_once_and_the_run_completes(
