@@ -4,7 +4,8 @@ No Opik server can be reached from the test machines, so this small stdlib HTTP 
 the subset of Opik's REST API (`/api/v1/private/...`) that the real opik SDK calls for what
 evalrun does: health ping, projects, datasets and their items (upsert by item id, NDJSON item
 stream), experiments (create, read, update with experiment scores), experiment items (create,
-NDJSON stream), traces and spans (batch and single), and trace feedback scores. Request bodies
+NDJSON stream), traces and spans (batch and single), trace feedback scores, and the assertion
+results a test suite run writes (`opik.run_tests`; test suites are datasets). Request bodies
 may be gzipped, as the SDK sends them.
 
 It records every request (method, path, headers, decoded body) and keeps enough state to answer
@@ -59,6 +60,7 @@ class OpikStandIn:
         self.trace_writes: list[dict[str, Any]] = []
         self.spans: dict[str, dict[str, Any]] = {}
         self.trace_scores: list[dict[str, Any]] = []
+        self.assertion_results: list[dict[str, Any]] = []
         self.down = False
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -216,6 +218,9 @@ class OpikStandIn:
             return 204, None
         if key == ("PUT", "v1/private/traces/feedback-scores"):
             self.trace_scores.extend(body["scores"])
+            return 204, None
+        if key == ("PUT", "v1/private/assertion-results"):
+            self.assertion_results.extend(body["assertion_results"])
             return 204, None
         if req.method == "PATCH" and re.fullmatch(r"v1/private/(traces|spans)/[\w-]+", req.path):
             return 204, None

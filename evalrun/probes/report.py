@@ -3,6 +3,9 @@
 A probe's overall pass rate is its pass@1 like any task's; this adds *which* expectations give
 way and how often - e.g. "edit-precision: used edit 5/5, diff at most 3 lines 2/5". Written to
 `<run_dir>/probes.json` and printed after the run's own report.
+
+With `tracker=opik`, probes with `assertions:` were also judged as an Opik test suite
+(`evalrun.opik_suite`); that pass rate sits beside the expectations as `opik:assertions`.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from evalrun.probes.format import SCORE_PREFIX
 from evalrun.records import Outcome, SampleRecord
 
 PROBES_FILE = "probes.json"
+OPIK_KEY = "opik:assertions"
 
 
 def expectation_rates(records: Iterable[SampleRecord]) -> dict[str, dict[str, dict]]:
@@ -40,9 +44,14 @@ def expectation_rates(records: Iterable[SampleRecord]) -> dict[str, dict[str, di
 
 def report_expectations(run_dir: Path, records: list[SampleRecord], console: Console) -> None:
     """Write probes.json and print the table; does nothing for a run without probe samples."""
+    from evalrun.opik_suite import read_results
+
     rates = expectation_rates(records)
     if not rates:
         return
+    for probe, entry in read_results(run_dir).items():
+        if probe in rates:
+            rates[probe][OPIK_KEY] = entry
     (Path(run_dir) / PROBES_FILE).write_text(json.dumps(rates, indent=2) + "\n")
     table = Table(title="Probe expectations (pass rate over samples)", header_style="bold")
     for column in ("probe", "expectation", "passed", "rate"):

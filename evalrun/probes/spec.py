@@ -3,7 +3,7 @@
 ```
 probes/<id>/
   probe.yaml       id, prompt, max_steps, tags, expectations, optional judges / difficulty /
-                   agent_timeout_s ; unknown keys rejected
+                   agent_timeout_s / assertions ; unknown keys rejected
   setup/           the fixture workspace, exactly as for tasks (setup/setup.sh runs, then goes)
   scripted/good.yaml   model turns that must meet every expectation  (`evalrun check`)
   scripted/bad.yaml    model turns that must break at least one
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -70,6 +70,9 @@ class ProbeSpec(BaseModel):
     expectations: tuple[Expectation, ...] = Field(min_length=1)
     judges: tuple[JudgeSpec, ...] = ()
     agent_timeout_s: float | None = Field(default=None, gt=0)
+    # Natural-language checks of the final answer, run as an Opik test suite with tracker=opik
+    # (evalrun.opik_suite), beside the deterministic expectations; ignored by other trackers.
+    assertions: tuple[Annotated[str, Field(min_length=1)], ...] = ()
 
     @property
     def names(self) -> list[str]:

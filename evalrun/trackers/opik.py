@@ -4,7 +4,9 @@ The local run directory is written as always; Opik is a second sink and never a 
 to fail. If Opik is missing, misconfigured or unreachable at the start, or stops answering later,
 the tracker says so once on stderr, stops sending, and the run completes with everything kept
 locally; `evalrun push <run-dir>` sends it later (see `evalrun.opik_push`). What is sent and how
-duplicates are avoided is described in `evalrun.opik_export`.
+duplicates are avoided is described in `evalrun.opik_export`. A probes run whose probes carry
+`assertions:` also runs them as an Opik test suite once the experiment is complete
+(`evalrun.opik_suite`); a failure there is reported once and leaves the run as it was.
 
 opik is imported only when a run starts with this tracker. Exercised against a local stand-in
 for Opik's REST API (`tests/opik_standin.py`), not a real Opik server.
@@ -53,9 +55,19 @@ class OpikTracker:
         self.console = Console(stderr=True, soft_wrap=True)
         self._export: ExperimentExport | None = None
         self._run_dir: Path | None = None
+        self._assertions: dict[str, tuple[str, ...]] = {}  # probe id -> its assertions
+        self._judge: object = None
+        self._records: list[SampleRecord] = []
 
     def start(self, plan: RunPlan) -> None:
         self._run_dir = plan.run_dir
+        self._judge = plan.judge
+        self._assertions = {
+            t.id: spec.assertions
+            for t in plan.tasks
+            if (spec := getattr(t.format, "spec", None)) is not None
+            and getattr(spec, "assertions", ())
+        }
         tasks = {t.id: task_item(t) for t in plan.tasks}
         try:
             link = OpikLink.load(plan.run_dir)
@@ -81,6 +93,8 @@ class OpikTracker:
     def record(self, record: SampleRecord) -> None:
         if self._export is None:
             return
+        if record.task_id in self._assertions:
+            self._records.append(record)
         try:
             self._export.send(record)
         except Exception as exc:
@@ -102,6 +116,43 @@ class OpikTracker:
         self.console.print(
             f"opik: experiment {link.experiment_name} in project {link.project} "
             f"({export.counts.sent} samples sent{skipped}; dataset {link.dataset})",
+            highlight=False,
+        )
+        if self._records:
+            self._run_assertions(link)
+
+    def _run_assertions(self, link: OpikLink) -> None:
+        """The probes' assertions as an Opik test suite; a problem is reported once, no more."""
+        from evalrun.opik_suite import JudgeRoute, run_suite, suite_items, write_results
+
+        route = JudgeRoute.of(self._judge)
+        if route is None:
+            self.console.print(
+                "[yellow]opik:[/] probe assertions not run: no judge model "
+                "(choose one with judge=default or judge=<option>)",
+                highlight=False,
+            )
+            return
+        items = suite_items(self._records, self._assertions)
+        if not items:
+            return
+        try:
+            client = connect(replace(self.destination, project=link.project))
+            try:
+                results = run_suite(client, link.project, link.experiment_name, items, route)
+            finally:
+                with contextlib.suppress(Exception):
+                    client.end(flush=True)
+            assert self._run_dir is not None
+            write_results(self._run_dir, results)
+        except Exception as exc:
+            self.console.print(
+                f"[yellow]opik:[/] probe assertions not run as a test suite: {_describe(exc)}",
+                highlight=False,
+            )
+            return
+        self.console.print(
+            f"opik: test suite {results['suite']} ({len(items)} samples judged by {route.model})",
             highlight=False,
         )
 
