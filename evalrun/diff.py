@@ -9,21 +9,20 @@ Three comparisons, all read from the run directories (config.yaml, plan.json, su
 - metric deltas per task and for the suite: pass@1, pass@k, pass^k (k = the largest trial count
   both runs have), cost and latency.
 
-Significance. A pass-rate delta on a handful of trials is mostly noise, so every pass-rate change
-carries a note:
+Significance. A pass-rate delta on a handful of tasks and trials is mostly noise, so every
+pass-rate change carries a note, computed by `evalrun.stats` (the same module that puts error
+bars on the summary):
 
-- per task: a two-sided Fisher exact test on the 2x2 table (passes, fails) x (run a, run b).
-  It is exact for the small trial counts evals have (a normal approximation is not), needs no
-  assumption beyond independent trials, and is computed here with `math.comb` in integers. The
-  p-value sums the probabilities of every table with the same margins that is no more likely than
-  the observed one. With 5 trials a side, only a 5/5 -> 0/5 swing reaches p < 0.05.
-- for the suite: a paired bootstrap over the tasks both runs share - resample tasks with
-  replacement, average each task's pass-rate change (b - a), repeat - giving a 95% percentile
-  interval for the suite's macro pass@1 change. Resampling tasks rather than pooling samples
-  respects that suite pass@1 is a mean over tasks and that tasks differ in difficulty; pooling
-  every sample into one Fisher test would treat 100 trials of one easy task like 100 tasks and
-  overstate certainty. The resampling is seeded, so the same two runs always give the same
-  interval. A change is called significant when the interval excludes 0.
+- per task: a two-sided Fisher exact test on the 2x2 table (passes, fails) x (run a, run b),
+  exact for the small trial counts evals have. With 5 trials a side, only a 5/5 -> 0/5 swing
+  reaches p < 0.05.
+- for the suite (pass@1, pass@k, pass^k): a paired difference over the tasks both runs scored -
+  the mean per-task change b - a, its standard error clustered by task, a Student t 95%
+  interval, and a sign-flip p-value (exact up to 16 tasks that changed). Pairing by task removes
+  the task-to-task spread in difficulty from the comparison; pooling every sample would treat
+  100 trials of one easy task like 100 tasks and overstate certainty. A change is called
+  significant at p < 0.05. With fewer than 6 tasks that changed no p can get below 0.05, and
+  the note says so.
 
 `diff_runs` returns a plain dict (the `--json` output, and the input of the HTML page in
 `evalrun.report.diff_html`); `render` prints it with rich.
@@ -32,8 +31,6 @@ carries a note:
 from __future__ import annotations
 
 import json
-import math
-import random
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,12 +42,11 @@ from rich.table import Table
 from evalrun.configdiff import NOT_RESULT_RELEVANT, diff
 from evalrun.errors import UsageError
 from evalrun.gate import read_summary
-from evalrun.metrics import Summary, TaskStats
+from evalrun.metrics import PASS_AT, PASS_HAT, Summary, TaskStats, paired_change, pass_metric
+from evalrun.stats import ALPHA, FISHER_EXACT, Difference, fisher_exact
 from evalrun.store import CONFIG_FILE, PLAN_FILE
 
-ALPHA = 0.05
-BOOTSTRAP_RESAMPLES = 5000
-BOOTSTRAP_SEED = 0
+MIN_TASKS_FOR_SIGNIFICANCE = 6  # the smallest sign-flip p over m changed tasks is 2 / 2^m
 IGNORED_CONFIG_KEYS = ("run_dir",)  # always differs between two runs; says nothing
 
 
@@ -82,89 +78,60 @@ def load_side(run_dir: str | Path) -> RunSide:
 
 
 # --- significance ----------------------------------------------------------------------------
-def fisher_exact(pass_a: int, fail_a: int, pass_b: int, fail_b: int) -> float:
-    """Two-sided Fisher exact p-value of the 2x2 table [[pass_a, fail_a], [pass_b, fail_b]]."""
-    row_a, row_b = pass_a + fail_a, pass_b + fail_b
-    passes = pass_a + pass_b
-    if row_a == 0 or row_b == 0 or passes in (0, row_a + row_b):
-        return 1.0  # no information: an empty side, or every sample agrees
-
-    def weight(x: int) -> int:  # tables with x passes in run a, margins fixed (integer numerator)
-        return math.comb(row_a, x) * math.comb(row_b, passes - x)
-
-    observed = weight(pass_a)
-    lo, hi = max(0, passes - row_b), min(row_a, passes)
-    tail = sum(w for w in (weight(x) for x in range(lo, hi + 1)) if w <= observed)
-    return min(1.0, tail / math.comb(row_a + row_b, passes))
-
-
-def bootstrap_interval(
-    deltas: list[float], *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
-) -> tuple[float, float]:
-    """95% percentile interval of the mean of `deltas`, resampling them with replacement."""
-    rng = random.Random(seed)
-    n = len(deltas)
-    means = sorted(sum(rng.choices(deltas, k=n)) / n for _ in range(resamples))
-    return means[int(0.025 * (resamples - 1))], means[int(0.975 * (resamples - 1))]
-
-
-def _rate(task: TaskStats) -> float | None:
-    return task.passes / task.n if task.n else None
-
-
 def task_significance(a: TaskStats, b: TaskStats) -> dict[str, Any]:
     p = fisher_exact(a.passes, a.n - a.passes, b.passes, b.n - b.passes)
-    significant = p < ALPHA and a.passes * b.n != b.passes * a.n
+    unchanged = a.passes * b.n == b.passes * a.n
+    significant = p < ALPHA and not unchanged
     note = f"significant (Fisher p={p:.3g})" if significant else f"noise (Fisher p={p:.3g})"
-    if a.passes * b.n == b.passes * a.n:
+    if unchanged:
         note = "no change"
-    return {"test": "fisher-exact", "p": p, "significant": significant, "note": note}
+    return {"test": FISHER_EXACT, "p": p, "significant": significant, "note": note}
 
 
-def suite_significance(pairs: list[tuple[TaskStats, TaskStats]]) -> dict[str, Any]:
-    """Paired bootstrap over shared tasks of the change in per-task pass rate."""
-    deltas = [
-        rb - ra for a, b in pairs if (ra := _rate(a)) is not None and (rb := _rate(b)) is not None
-    ]
-    if not deltas:
-        return {"test": "bootstrap-over-tasks", "tasks": 0, "note": "no task scored in both runs"}
-    mean = sum(deltas) / len(deltas)
-    lo, hi = bootstrap_interval(deltas)
-    significant = lo > 0 or hi < 0
-    if not any(deltas):
-        note = "no change"
-    elif significant:
-        note = f"significant: 95% CI [{lo:+.3f}, {hi:+.3f}] excludes 0"
-    else:
-        note = f"noise: 95% CI [{lo:+.3f}, {hi:+.3f}] includes 0"
-    if any(deltas) and len(deltas) < 5:
-        note += f" (only {len(deltas)} shared tasks: a rough interval)"
-    return {
-        "test": "bootstrap-over-tasks",
-        "tasks": len(deltas),
-        "mean_delta": mean,
-        "ci95": [lo, hi],
-        "significant": significant,
-        "note": note,
-    }
+def change_note(change: Difference | None) -> str:
+    """One line on a paired suite change: its size, 95% interval, p and the verdict."""
+    if change is None:
+        return "no task scored in both runs"
+    if change.changed == 0:
+        return "no change"
+    verdict = "significant" if change.significant else "noise"
+    interval = "" if change.low is None else f", 95% CI [{change.low:+.3f}, {change.high:+.3f}]"
+    note = (
+        f"{verdict}: {change.mean:+.3f}{interval}, p={change.p:.3g} "
+        f"(paired over {change.tasks} tasks, {change.changed} changed)"
+    )
+    if change.changed < MIN_TASKS_FOR_SIGNIFICANCE:
+        note += f"; with fewer than {MIN_TASKS_FOR_SIGNIFICANCE} changed tasks p cannot reach 0.05"
+    return note
+
+
+def suite_significance(
+    pairs: list[tuple[TaskStats, TaskStats]], base: str = PASS_AT, k: int = 1
+) -> dict[str, Any]:
+    """The paired change of a pass metric over the shared tasks, as JSON with a `note`."""
+    change = paired_change([a for a, _ in pairs], [b for _, b in pairs], base, k)
+    out: dict[str, Any] = {"metric": pass_metric(base, k)}
+    out.update(change.to_json() if change else {"tasks": 0})
+    out["note"] = change_note(change)
+    return out
 
 
 # --- the diff --------------------------------------------------------------------------------
 def _task_metrics(task: TaskStats, k: int) -> dict[str, Any]:
-    out: dict[str, Any] = {"pass@1": task.pass_at.get(1)}
+    out: dict[str, Any] = {pass_metric(PASS_AT, 1): task.pass_at.get(1)}
     if k > 1:
-        out[f"pass@{k}"] = task.pass_at.get(k)
-    out[f"pass^{k}"] = task.pass_hat.get(k)
+        out[pass_metric(PASS_AT, k)] = task.pass_at.get(k)
+    out[pass_metric(PASS_HAT, k)] = task.pass_hat.get(k)
     out.update(passes=task.passes, n=task.n, cost_usd=task.cost_usd, latency_s=task.mean_latency_s)
     return out
 
 
 def _suite_metrics(s: Summary, k: int) -> dict[str, float | None]:
     agent = s.latency.get("agent")
-    out: dict[str, float | None] = {"pass@1": s.overall.pass_at.get(1)}
+    out: dict[str, float | None] = {pass_metric(PASS_AT, 1): s.overall.pass_at.get(1)}
     if k > 1:
-        out[f"pass@{k}"] = s.overall.pass_at.get(k)
-    out[f"pass^{k}"] = s.overall.pass_hat.get(k)
+        out[pass_metric(PASS_AT, k)] = s.overall.pass_at.get(k)
+    out[pass_metric(PASS_HAT, k)] = s.overall.pass_hat.get(k)
     out.update(
         {
             "flaky_tasks": float(s.overall.flaky_tasks),
@@ -219,6 +186,9 @@ def diff_runs(run_a: str | Path, run_b: str | Path) -> dict[str, Any]:
         }
         for name in suite_a
     }
+    for base, kk in dict.fromkeys([(PASS_AT, 1), (PASS_AT, k), (PASS_HAT, k)]):
+        if pass_metric(base, kk) in metrics:
+            metrics[pass_metric(base, kk)]["paired"] = suite_significance(pairs, base, kk)
     return {
         "a": {"label": str(a.run_dir), "run_id": a.summary.run_id},
         "b": {"label": str(b.run_dir), "run_id": b.summary.run_id},
@@ -234,7 +204,7 @@ def diff_runs(run_a: str | Path, run_b: str | Path) -> dict[str, Any]:
             "rows": rows,
         },
         "metrics": metrics,
-        "significance": suite_significance(pairs),
+        "significance": metrics[pass_metric(PASS_AT, 1)]["paired"],
     }
 
 
@@ -294,13 +264,13 @@ def render(result: dict[str, Any], console: Console) -> None:
             highlight=False,
         )
     table = Table(title="Suite", header_style="bold")
-    for column in ("metric", "a", "b", "Δ"):
+    for column in ("metric", "a", "b", "Δ", "paired Δ over shared tasks [95% CI]", "p"):
         table.add_column(column, justify="left" if column == "metric" else "right")
     for name, entry in result["metrics"].items():
         delta = _fmt_delta(name, entry["delta"], entry["higher_is_better"])
-        table.add_row(name, _fmt(entry["a"]), _fmt(entry["b"]), delta)
+        table.add_row(name, _fmt(entry["a"]), _fmt(entry["b"]), delta, *_paired_cells(entry))
     console.print(table)
-    console.print(f"suite pass rate: {result['significance']['note']}", highlight=False)
+    console.print(f"suite pass@1: {result['significance']['note']}", highlight=False)
     moved = [r for r in tasks["rows"] if r["delta"]["pass@1"] or r["fingerprint_changed"]]
     if not moved:
         console.print(f"per task: no pass@1 change on {len(tasks['rows'])} shared tasks")
@@ -319,6 +289,18 @@ def render(result: dict[str, Any], console: Console) -> None:
             row["significance"]["note"],
         )
     console.print(table)
+
+
+def _paired_cells(entry: dict[str, Any]) -> tuple[str, str]:
+    paired = entry.get("paired")
+    if not paired or "mean_delta" not in paired:
+        return "", ""
+    shown = _fmt_delta("pass", paired["mean_delta"], True)
+    if paired.get("ci95"):
+        low, high = paired["ci95"]
+        shown += f" [{low:+.3f}, {high:+.3f}]"
+    mark = "[bold]" if paired["significant"] else ""
+    return shown, f"{mark}{paired['p']:.3g}" + ("[/]" if mark else "")
 
 
 def _key(key: str, quiet: set[str]) -> str:

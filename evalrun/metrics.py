@@ -4,7 +4,8 @@ Per task with n scored trials and c passes (errors are not scored):
   pass@k = 1 - C(n-c, k) / C(n, k)   unbiased estimator (Chen et al. 2021); None when n < k
   pass^k = C(c, k) / C(n, k)         all k tries pass (Yao et al. 2024); None when n < k
   flaky  = 0 < c < n
-Suite and group values are macro means over the tasks for which the value is defined.
+Suite and group values are macro means over the tasks for which the value is defined, each with
+its standard error and 95% interval clustered by task (`evalrun.stats`; `GroupStats.intervals`).
 """
 
 from __future__ import annotations
@@ -16,10 +17,17 @@ from collections.abc import Iterable, Sequence
 from pydantic import BaseModel, Field
 
 from evalrun.records import Outcome, SampleDigest, SampleRecord
+from evalrun.stats import Difference, Estimate, paired_difference, pass_rate, task_mean
 
 AnySample = SampleRecord | SampleDigest
 
 PHASES = ("setup", "agent", "verify")
+PASS_AT, PASS_HAT = "pass@", "pass^"
+
+
+def pass_metric(base: str, k: int) -> str:
+    """The name of a pass metric - `pass@3`, `pass^3` - as the gate, diff and reports spell it."""
+    return f"{base}{k}"
 
 
 def pass_at_k(n: int, c: int, k: int) -> float | None:
@@ -65,12 +73,25 @@ class TaskStats(BaseModel):
     mean_latency_s: float | None
     cost_usd: float | None
 
+    def value(self, base: str, k: int) -> float | None:
+        return (self.pass_at if base == PASS_AT else self.pass_hat).get(k)
+
 
 class GroupStats(BaseModel):
     tasks: int
     pass_at: dict[int, float | None]
     pass_hat: dict[int, float | None]
     flaky_tasks: int
+    # metric name (`pass_metric`) -> its estimate, standard error and 95% interval; a metric
+    # that is undefined for every task of the group has no entry (summaries written before
+    # intervals existed have none at all)
+    intervals: dict[str, Estimate] = Field(default_factory=dict)
+
+    def interval(self, base: str, k: int) -> Estimate | None:
+        return self.intervals.get(pass_metric(PASS_AT if k == 1 else base, k))  # pass^1 = pass@1
+
+    def value(self, base: str, k: int) -> float | None:
+        return (self.pass_at if base == PASS_AT else self.pass_hat).get(k)
 
 
 class LatencyStats(BaseModel):
@@ -134,13 +155,46 @@ def _task_stats(task_id: str, meta: dict, recs: list[AnySample], ks: list[int]) 
     )
 
 
+def _intervals(stats: list[TaskStats], ks: list[int]) -> dict[str, Estimate]:
+    """pass@1 as a pass rate over tasks; pass@k and pass^k (k >= 2) as means of per-task values.
+    pass^1 is pass@1 and is not repeated."""
+    out: dict[str, Estimate | None] = {
+        pass_metric(PASS_AT, 1): pass_rate([(s.passes, s.n) for s in stats])
+    }
+    for k in ks[1:]:
+        for base in (PASS_AT, PASS_HAT):
+            table = [(s.pass_at if base == PASS_AT else s.pass_hat).get(k) for s in stats]
+            defined = [(v, s.n) for v, s in zip(table, stats, strict=True) if v is not None]
+            out[pass_metric(base, k)] = task_mean(
+                [v for v, _ in defined], trials=sum(n for _, n in defined)
+            )
+    return {name: est for name, est in out.items() if est is not None}
+
+
 def _group(stats: list[TaskStats], ks: list[int]) -> GroupStats:
     return GroupStats(
         tasks=len(stats),
         pass_at={k: _mean(s.pass_at[k] for s in stats) for k in ks},
         pass_hat={k: _mean(s.pass_hat[k] for s in stats) for k in ks},
         flaky_tasks=sum(s.flaky for s in stats),
+        intervals=_intervals(stats, ks),
     )
+
+
+def paired_change(
+    a: Iterable[TaskStats], b: Iterable[TaskStats], base: str, k: int
+) -> Difference | None:
+    """How a pass metric moved from run a to run b, task by task over the tasks (by id) where
+    both define it (`stats.paired_difference`); None when there is no such task."""
+    in_b = {t.task_id: t for t in b}
+    pairs = [
+        (va, vb)
+        for ta in a
+        if (tb := in_b.get(ta.task_id)) is not None
+        and (va := ta.value(base, k)) is not None
+        and (vb := tb.value(base, k)) is not None
+    ]
+    return paired_difference([va for va, _ in pairs], [vb for _, vb in pairs])
 
 
 def summarize(

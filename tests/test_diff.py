@@ -11,7 +11,7 @@ import pytest
 from rich.console import Console
 
 from evalrun.cli import compose_config
-from evalrun.diff import bootstrap_interval, diff_runs, fisher_exact, render, suite_significance
+from evalrun.diff import diff_runs, render, suite_significance
 from evalrun.errors import UsageError
 from evalrun.metrics import TaskStats
 from evalrun.runner import run
@@ -69,11 +69,16 @@ def test_diff_of_two_crafted_runs(two_runs):
 
     metrics = result["metrics"]
     assert result["k"] == 5
+    paired = metrics["pass@1"].pop("paired")
     assert metrics["pass@1"] == {"a": 1.0, "b": 0.0, "delta": -1.0, "higher_is_better": True}
     assert metrics["pass^5"]["delta"] == -1.0
     assert metrics["error_rate"]["higher_is_better"] is False
-    assert result["significance"]["tasks"] == 2
-    assert "rough interval" in result["significance"]["note"]
+    suite = result["significance"]  # both shared tasks fell 1.0 -> 0.0: too few to call
+    assert suite == paired
+    assert (suite["tasks"], suite["changed_tasks"], suite["mean_delta"]) == (2, 2, -1.0)
+    assert suite["p"] == 0.5 and suite["significant"] is False  # 2 of 4 sign patterns as extreme
+    assert "fewer than 6 changed tasks p cannot reach 0.05" in suite["note"]
+    assert metrics["pass^5"]["paired"]["mean_delta"] == -1.0
 
     out = io.StringIO()
     render(result, Console(file=out, width=200))
@@ -82,6 +87,7 @@ def test_diff_of_two_crafted_runs(two_runs):
     assert "tasks only in b: 004-new" in text and "tasks only in a: 003-gone" in text
     assert "fingerprint differs" in text and "002-other" in text
     assert "significant (Fisher p=0.00794)" in text
+    assert "suite pass@1: noise: -1.000" in text and "p=0.5 (paired over 2 tasks" in text
 
 
 def test_identical_runs_show_no_change(make_task, tmp_path):
@@ -97,14 +103,6 @@ def test_identical_runs_show_no_change(make_task, tmp_path):
     assert result["tasks"]["rows"][0]["significance"]["note"] == "no change"
 
 
-def test_fisher_exact_matches_published_values():
-    assert fisher_exact(3, 1, 1, 3) == pytest.approx(0.4857, abs=1e-4)  # Fisher's tea tasting
-    assert fisher_exact(1, 9, 11, 3) == pytest.approx(0.002759, abs=1e-6)
-    assert fisher_exact(5, 0, 0, 5) == pytest.approx(2 / 252)
-    assert fisher_exact(3, 2, 2, 3) == 1.0
-    assert fisher_exact(0, 0, 4, 1) == 1.0  # an empty side says nothing
-
-
 def stats(task_id: str, passes: int, n: int) -> TaskStats:
     return TaskStats(
         task_id=task_id,
@@ -114,8 +112,8 @@ def stats(task_id: str, passes: int, n: int) -> TaskStats:
         n=n,
         passes=passes,
         errors=0,
-        pass_at={},
-        pass_hat={},
+        pass_at={1: passes / n},
+        pass_hat={1: passes / n},
         flaky=0 < passes < n,
         mean_latency_s=None,
         cost_usd=None,
@@ -123,8 +121,6 @@ def stats(task_id: str, passes: int, n: int) -> TaskStats:
 
 
 def test_small_swings_are_noise_and_consistent_drops_are_not():
-    # 3/5 -> 2/5 on one task: Fisher says noise
-    assert fisher_exact(3, 2, 2, 3) > 0.05
     # 20 tasks, each one trial, half flip up and half flip down: the suite did not move
     mixed = [(stats(f"t{i}", i % 2, 1), stats(f"t{i}", 1 - i % 2, 1)) for i in range(20)]
     verdict = suite_significance(mixed)
@@ -133,13 +129,11 @@ def test_small_swings_are_noise_and_consistent_drops_are_not():
     dropped = [(stats(f"t{i}", 5, 5), stats(f"t{i}", 3, 5)) for i in range(20)]
     verdict = suite_significance(dropped)
     assert verdict["significant"] is True and verdict["ci95"][1] < 0
-
-
-def test_bootstrap_interval_is_reproducible_and_brackets_the_mean():
-    deltas = [0.2, -0.2, 0.0, 0.4, -0.1, 0.1]
-    lo, hi = bootstrap_interval(deltas)
-    assert (lo, hi) == bootstrap_interval(deltas)
-    assert lo < sum(deltas) / len(deltas) < hi
+    assert verdict["p"] < 0.001 and verdict["test"] == "sign-flip-monte-carlo"
+    # 4 tasks that all fell: consistent, but four coin flips can do that 1 time in 8
+    few = [(stats(f"t{i}", 1, 1), stats(f"t{i}", 0, 1)) for i in range(4)]
+    verdict = suite_significance(few)
+    assert verdict["p"] == 2 / 16 and verdict["significant"] is False
 
 
 def test_cli_json_and_errors(two_runs, tmp_path):

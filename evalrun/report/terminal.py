@@ -7,7 +7,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from evalrun.metrics import Summary
+from evalrun.metrics import PASS_AT, PASS_HAT, GroupStats, Summary
 
 
 def fmt(value: float | None, digits: int = 2) -> str:
@@ -16,6 +16,24 @@ def fmt(value: float | None, digits: int = 2) -> str:
 
 def fmt_usd(value: float | None) -> str:
     return "—" if value is None else f"${value:.4f}"
+
+
+def fmt_estimate(group: GroupStats, base: str, k: int, digits: int = 2) -> str:
+    """`0.62 ± 0.11` (half the 95% interval), or the bare value when it has no interval."""
+    estimate = group.interval(base, k)
+    return fmt(group.value(base, k), digits) if estimate is None else estimate.plus_minus(digits)
+
+
+def interval_line(summary: Summary) -> str | None:
+    """The exact 95% intervals of the headline figures and the method that gave them."""
+    o, kmax = summary.overall, max(summary.ks)
+    heads = [(PASS_AT, 1)] + ([(PASS_AT, kmax), (PASS_HAT, kmax)] if kmax > 1 else [])
+    shown = [(f"{base}{k}", est) for base, k in heads if (est := o.interval(base, k)) is not None]
+    if not shown or all(est.low is None for _, est in shown):
+        return None
+    methods = ", ".join(sorted({est.method for _, est in shown}))
+    bounds = " · ".join(f"{name} {est.interval()}" for name, est in shown)
+    return f"[dim]95% CI over {shown[0][1].tasks} tasks ({methods}): {bounds}[/]"
 
 
 def task_table(summary: Summary) -> Table:
@@ -56,9 +74,9 @@ def group_table(title: str, groups: dict, ks: list[int]) -> Table:
         table.add_column(f"pass@{kmax}", justify="right")
         table.add_column(f"pass^{kmax}", justify="right")
     for label, g in groups.items():
-        row = [label, str(g.tasks), fmt(g.pass_at.get(1))]
+        row = [label, str(g.tasks), fmt_estimate(g, PASS_AT, 1)]
         if kmax > 1:
-            row += [fmt(g.pass_at.get(kmax)), fmt(g.pass_hat.get(kmax))]
+            row += [fmt_estimate(g, PASS_AT, kmax), fmt_estimate(g, PASS_HAT, kmax)]
         table.add_row(*row)
     return table
 
@@ -66,15 +84,17 @@ def group_table(title: str, groups: dict, ks: list[int]) -> Table:
 def summary_lines(summary: Summary) -> list[str]:
     o = summary.overall
     kmax = max(summary.ks)
-    parts = [f"pass@1 [bold]{fmt(o.pass_at.get(1), 3)}[/]"]
+    parts = [f"pass@1 [bold]{fmt_estimate(o, PASS_AT, 1, 3)}[/]"]
     if kmax > 1:
         parts += [
-            f"pass@{kmax} {fmt(o.pass_at.get(kmax), 3)}",
-            f"pass^{kmax} {fmt(o.pass_hat.get(kmax), 3)}",
+            f"pass@{kmax} {fmt_estimate(o, PASS_AT, kmax, 3)}",
+            f"pass^{kmax} {fmt_estimate(o, PASS_HAT, kmax, 3)}",
         ]
     parts.append(f"flaky tasks {o.flaky_tasks}")
+    intervals = interval_line(summary)
     lines = [
         "  ".join(parts),
+        *([intervals] if intervals else []),
         f"samples {summary.samples}  passed {summary.passes}  failed "
         f"{summary.scored - summary.passes}  errors {summary.errors} (not in pass rates)",
     ]
