@@ -185,9 +185,9 @@ class GEvalJudgeConf(JudgeConf):
 class ProfileConf:
     _target_: str = "evalrun.gate.ThresholdProfile"
     name: str = "none"
-    floors: dict[str, float] = field(default_factory=dict)
-    ceilings: dict[str, float] = field(default_factory=dict)
-    max_drop: dict[str, float] = field(default_factory=dict)  # vs baseline=<run-dir>
+    floors: dict[str, Any] = field(default_factory=dict)  # metric -> number or {value, on}
+    ceilings: dict[str, Any] = field(default_factory=dict)
+    max_drop: dict[str, Any] = field(default_factory=dict)  # vs baseline; {value, significant}
 
 
 # --- top level -------------------------------------------------------------------------------

@@ -12,6 +12,18 @@ max_drop:  {metric: bound}   with `baseline=<run-dir>`: the largest allowed wors
                              (USD) and p95_agent_s (seconds).
 ```
 
+A bound is a number, or a mapping that says what is checked against it (`Bound`):
+
+```
+floors:   {pass@1: {value: 0.6, on: lower_ci}}    on: estimate (the default), lower_ci or upper_ci
+                                                  - the ends of the metric's 95% interval in
+                                                  summary.json (suite/tag/difficulty pass metrics)
+max_drop: {pass@1: {value: 0.05, significant: true}}   break only when the drop also is
+                                                  significant (p < 0.05): a paired sign-flip test
+                                                  over the tasks both runs scored, or Fisher's
+                                                  exact test for one task (`evalrun.stats`)
+```
+
 Metric names (`parse_metric` is the grammar; anything else is a `UsageError` at plan time):
 
 ```
@@ -34,19 +46,22 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from evalrun.errors import UsageError
-from evalrun.metrics import GroupStats, Summary
+from evalrun.metrics import GroupStats, Summary, TaskStats, paired_change
+from evalrun.stats import ALPHA, Estimate, fisher_exact
 from evalrun.store import SUMMARY_FILE
 
 _PASS = re.compile(r"^(pass[@^])(\d+|k)$")
 _SCOPED = re.compile(r"^(tag|difficulty|task):([^:]+):(.+)$")
 LOWER_IS_BETTER = ("error_rate", "cost_per_success", "p95_agent_s")
 SECTIONS = ("floors", "ceilings", "max_drop")
+CHECKED_ON = ("estimate", "lower_ci", "upper_ci")
+EXCUSED = "max_drop not significant"  # a Breach kind: beyond the bound, but noise
 
 
 @dataclass(frozen=True)
@@ -122,6 +137,47 @@ def metric_value(summary: Summary, metric: MetricRef | str) -> float | None:
     return table.get(k)
 
 
+def metric_interval(summary: Summary, ref: MetricRef) -> Estimate | None:
+    """The 95% interval of a suite, tag or difficulty pass metric (None when it has none)."""
+    if not ref.base.startswith("pass") or ref.scope == "task":
+        return None
+    k = ref.k if ref.k is not None else max(summary.ks, default=1)
+    if ref.scope is None:
+        group: GroupStats | None = summary.overall
+    else:
+        groups = summary.by_tag if ref.scope == "tag" else summary.by_difficulty
+        group = groups.get(str(ref.label))
+    return group.interval(ref.base, k) if group is not None else None
+
+
+def scope_tasks(summary: Summary, ref: MetricRef) -> list[TaskStats]:
+    """The tasks a metric is computed over."""
+    if ref.scope == "tag":
+        return [t for t in summary.tasks if ref.label in t.tags]
+    if ref.scope == "difficulty":
+        return [t for t in summary.tasks if t.difficulty == ref.label]
+    if ref.scope == "task":
+        return [t for t in summary.tasks if t.task_id == ref.label]
+    return list(summary.tasks)
+
+
+def drop_significance(summary: Summary, baseline: Summary, ref: MetricRef) -> tuple[float, str]:
+    """p-value of the change of a pass metric from `baseline` to `summary`, and how it was
+    tested: Fisher's exact test for one task, else the paired sign-flip test over the tasks of
+    the metric's scope that both runs scored. p = 1 when nothing can be compared."""
+    k = ref.k if ref.k is not None else max(summary.ks, default=1)
+    now, before = scope_tasks(summary, ref), scope_tasks(baseline, ref)
+    if ref.scope == "task":
+        if not (now and before):
+            return 1.0, "the task is missing from one run"
+        a, b = before[0], now[0]
+        return fisher_exact(a.passes, a.n - a.passes, b.passes, b.n - b.passes), "Fisher exact"
+    change = paired_change(before, now, ref.base, k)
+    if change is None or change.p is None:
+        return 1.0, "no task scored in both runs"
+    return change.p, f"paired over {change.tasks} tasks, {change.changed} changed"
+
+
 def _shown(value: float | None) -> str:
     return "undefined" if value is None else f"{value:.4g}"
 
@@ -133,21 +189,68 @@ class Breach:
     metric: str
     value: float | None
     bound: float
-    kind: str  # "floor", "ceiling" or "max_drop"
+    kind: str  # "floor", "ceiling", "max_drop" or EXCUSED
     baseline: float | None = None
+    estimate: Estimate | None = None  # the metric's interval, when it has one
+    on: str = "estimate"  # what a floor/ceiling was checked on (`Bound.on`)
+    significance: str | None = None  # a max_drop's test, when the bound asked for one
 
     def __str__(self) -> str:
         base = f"baseline {_shown(self.baseline)}" if self.baseline is not None else "no baseline"
-        if self.kind == "max_drop":
+        est = self.estimate
+        shown = _shown(self.value)
+        if est is not None and est.low is not None and est.high is not None:
+            shown += f" (95% CI {est.low:.2f}-{est.high:.2f})"
+        if self.kind in ("max_drop", EXCUSED):
             worse = abs((self.value or 0.0) - (self.baseline or 0.0))
             if self.value is None:
                 return f"{self.metric} = undefined, {base}: allowed drop {self.bound:g}"
-            return (
-                f"{self.metric} = {_shown(self.value)}, {base}: worse by {worse:.4g}, "
+            line = (
+                f"{self.metric} = {shown}, {base}: worse by {worse:.4g}, "
                 f"allowed drop {self.bound:g}"
             )
+            return line + (f"; {self.significance}" if self.significance else "")
         sign = ">=" if self.kind == "floor" else "<="
-        return f"{self.metric} = {_shown(self.value)}, expected {sign} {self.bound:g} ({base})"
+        if self.on != "estimate":
+            end = "lower" if self.on == "lower_ci" else "upper"
+            checked = None if est is None else est.low if self.on == "lower_ci" else est.high
+            return (
+                f"{self.metric} = {shown}: its {end} bound {_shown(checked)}, "
+                f"expected {sign} {self.bound:g} ({base})"
+            )
+        return f"{self.metric} = {shown}, expected {sign} {self.bound:g} ({base})"
+
+
+@dataclass(frozen=True)
+class Bound:
+    """One threshold: its value, what a floor/ceiling checks (`on`: the estimate or an end of
+    its 95% interval) and whether a max_drop must also be significant."""
+
+    value: float
+    on: str = "estimate"
+    significant: bool = False
+
+
+def parse_bound(section: str, ref: MetricRef, raw: object) -> Bound:
+    """A profile entry as a `Bound`; `ValueError` saying what is expected."""
+    if isinstance(raw, int | float) and not isinstance(raw, bool):
+        return Bound(float(raw))
+    allowed = ("value", "significant") if section == "max_drop" else ("value", "on")
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("value"), int | float):
+        raise ValueError(f"expected a number or a mapping {{{', '.join(allowed)}}}, got {raw!r}")
+    unknown = sorted(set(map(str, raw)) - set(allowed))
+    if unknown:
+        raise ValueError(f"unknown key(s) {', '.join(unknown)} (expected {', '.join(allowed)})")
+    on, significant = str(raw.get("on", "estimate")), raw.get("significant", False)
+    if on not in CHECKED_ON:
+        raise ValueError(f"on: expected one of {', '.join(CHECKED_ON)}, got {on!r}")
+    if not isinstance(significant, bool):
+        raise ValueError(f"significant: expected true or false, got {significant!r}")
+    if (on != "estimate" or significant) and not ref.base.startswith("pass"):
+        raise ValueError(f"{ref.name} has no interval or test: only pass@K / pass^K metrics do")
+    if on != "estimate" and ref.scope == "task":
+        raise ValueError("task:<id>: metrics carry no interval in summary.json; use a tag")
+    return Bound(float(raw["value"]), on, significant)
 
 
 @dataclass(frozen=True)
@@ -184,27 +287,30 @@ class ThresholdProfile:
     def __init__(
         self,
         name: str = "none",
-        floors: Mapping[str, float] | None = None,
-        ceilings: Mapping[str, float] | None = None,
-        max_drop: Mapping[str, float] | None = None,
+        floors: Mapping[str, float | Mapping] | None = None,
+        ceilings: Mapping[str, float | Mapping] | None = None,
+        max_drop: Mapping[str, float | Mapping] | None = None,
         baseline: Baseline | None = None,
     ):
         self.name = name
-        self.floors = {str(k): float(v) for k, v in (floors or {}).items()}
-        self.ceilings = {str(k): float(v) for k, v in (ceilings or {}).items()}
-        self.max_drop = {str(k): float(v) for k, v in (max_drop or {}).items()}
         self.baseline = baseline
         self._refs: dict[str, MetricRef] = {}
-        for section in SECTIONS:
-            for key, bound in getattr(self, section).items():
+        parsed: dict[str, dict[str, Bound]] = {}
+        for section, given in zip(SECTIONS, (floors, ceilings, max_drop), strict=True):
+            parsed[section] = {}
+            for key, raw in (given or {}).items():
                 try:
-                    self._refs[key] = parse_metric(key)
+                    self._refs[str(key)] = ref = parse_metric(str(key))
+                    bound = raw if isinstance(raw, Bound) else parse_bound(section, ref, raw)
                 except ValueError as exc:
                     raise UsageError(f"profile {name}: {section}.{key}: {exc}") from None
-                if section == "max_drop" and bound < 0:
+                if section == "max_drop" and bound.value < 0:
                     raise UsageError(
-                        f"profile {name}: max_drop.{key}: expected a bound >= 0, got {bound:g}"
+                        f"profile {name}: max_drop.{key}: expected a bound >= 0, "
+                        f"got {bound.value:g}"
                     )
+                parsed[section][str(key)] = bound
+        self.floors, self.ceilings, self.max_drop = (parsed[s] for s in SECTIONS)
 
     def with_baseline(self, baseline: Baseline | None) -> ThresholdProfile:
         """This profile, measuring `max_drop` against `baseline`."""
@@ -223,33 +329,63 @@ class ThresholdProfile:
 
     def check(self, summary: Summary) -> list[Breach]:
         """Every broken threshold, in profile order (floors, ceilings, then drops)."""
-        breaches: list[Breach] = []
+        return [b for b in self._verdicts(summary) if b.kind != EXCUSED]
+
+    def excused(self, summary: Summary) -> list[Breach]:
+        """Drops beyond their bound that were not failed because the bound asked for a
+        significant drop and this one was not (shown so a real regression is not hidden)."""
+        return [b for b in self._verdicts(summary) if b.kind == EXCUSED]
+
+    def _verdicts(self, summary: Summary) -> list[Breach]:
+        out: list[Breach] = []
         for section in SECTIONS:
             for key, bound in getattr(self, section).items():
                 try:
                     value = metric_value(summary, self._refs[key])
                 except NotApplicable:
                     continue
-                breach = self._judge(section, key, value, bound)
+                breach = self._judge(section, key, value, bound, summary)
                 if breach is not None:
-                    breaches.append(breach)
-        return breaches
+                    out.append(breach)
+        return out
 
-    def _judge(self, section: str, key: str, value: float | None, bound: float) -> Breach | None:
+    def _judge(
+        self, section: str, key: str, value: float | None, bound: Bound, summary: Summary
+    ) -> Breach | None:
+        ref = self._refs[key]
         baseline = self._baseline_value(key)
-        if section == "floors":
-            broken = value is None or value < bound
-            return Breach(key, value, bound, "floor", baseline) if broken else None
-        if section == "ceilings":
-            broken = value is not None and value > bound
-            return Breach(key, value, bound, "ceiling", baseline) if broken else None
-        if baseline is None:
+        estimate = metric_interval(summary, ref)
+        if section in ("floors", "ceilings"):
+            checked = value
+            if bound.on != "estimate":
+                ends = (estimate.low, estimate.high) if estimate else (None, None)
+                checked = ends[0] if bound.on == "lower_ci" else ends[1]
+            if section == "floors":
+                broken = checked is None or checked < bound.value
+            else:
+                broken = checked is not None and checked > bound.value
+            kind = "floor" if section == "floors" else "ceiling"
+            breach = Breach(key, value, bound.value, kind, baseline, estimate, bound.on)
+            return breach if broken else None
+        if baseline is None or self.baseline is None:
             return None  # nothing to measure a drop from
-        higher = self._refs[key].higher_is_better
+        higher = ref.higher_is_better
         if value is None:
-            return Breach(key, value, bound, "max_drop", baseline) if higher else None
+            return Breach(key, value, bound.value, "max_drop", baseline) if higher else None
         worse = baseline - value if higher else value - baseline
-        return Breach(key, value, bound, "max_drop", baseline) if worse > bound + 1e-12 else None
+        if worse <= bound.value + 1e-12:
+            return None
+        breach = Breach(key, value, bound.value, "max_drop", baseline, estimate)
+        if not bound.significant:
+            return breach
+        p, how = drop_significance(summary, self.baseline.summary, ref)
+        if p < ALPHA:
+            return replace(breach, significance=f"significant (p={p:.3g}, {how})")
+        return replace(
+            breach,
+            kind=EXCUSED,
+            significance=f"not significant (p={p:.3g}, {how})",
+        )
 
     def coverage(self, summary: Summary) -> tuple[int, list[str]]:
         """How many thresholds were checked, and one note per reason some were not."""
@@ -304,6 +440,12 @@ def print_verdict(profile: ThresholdProfile, summary: Summary, console) -> int:
     checked, notes = profile.coverage(summary)
     for note in notes:
         console.print(f"[dim]gate ({profile.name}): {note}[/]", highlight=False, soft_wrap=True)
+    for breach in profile.excused(summary):
+        console.print(
+            f"[yellow]gate ({profile.name}): drop beyond its bound, not failed:[/] {breach}",
+            highlight=False,
+            soft_wrap=True,
+        )
     for breach in breaches:
         console.print(
             f"[red]threshold broken ({profile.name}):[/] {breach}", highlight=False, soft_wrap=True

@@ -153,9 +153,128 @@ def test_breach_line_names_metric_value_bound_and_baseline():
     lines = [line for line in out.getvalue().splitlines() if "threshold broken" in line]
     assert code == 1
     assert lines == [
-        "threshold broken (reg): pass@1 = 0.75, expected >= 0.9 (baseline 1)",
-        "threshold broken (reg): pass@1 = 0.75, baseline 1: worse by 0.25, allowed drop 0.1",
+        "threshold broken (reg): pass@1 = 0.75 (95% CI 0.01-1.00), expected >= 0.9 (baseline 1)",
+        "threshold broken (reg): pass@1 = 0.75 (95% CI 0.01-1.00), baseline 1: worse by 0.25, "
+        "allowed drop 0.1",
     ]
+
+
+def suite_of(passed: int, tasks: int = 20, trials: int = 1) -> Summary:
+    """`tasks` tasks of one trial each (or `trials`), the first `passed` passing every trial."""
+    recs = [
+        record(f"s{i:02}", t, "pass" if i < passed else "fail")
+        for i in range(tasks)
+        for t in range(trials)
+    ]
+    meta = {f"s{i:02}": {"difficulty": "easy", "tags": ["python"]} for i in range(tasks)}
+    return summarize(recs, meta, run_id="r", trials=trials)
+
+
+def test_a_floor_on_the_interval_is_stricter_or_more_lenient_than_on_the_estimate():
+    summary = suite_of(14)  # 14 of 20: pass@1 0.70, Wilson 95% interval [0.481, 0.855]
+    estimate = summary.overall.interval("pass@", 1)
+    assert (estimate.low, estimate.high) == (
+        pytest.approx(0.4810, abs=1e-4),
+        pytest.approx(0.8545, abs=1e-4),
+    )
+    assert breaches(summary, floors={"pass@1": 0.6}) == []
+    # lower_ci: the run must *show* it is above the floor - 20 tasks cannot show 0.6
+    assert breaches(summary, floors={"pass@1": {"value": 0.6, "on": "lower_ci"}}) == ["pass@1"]
+    assert breaches(summary, floors={"pass@1": {"value": 0.45, "on": "lower_ci"}}) == []
+    # upper_ci: fail only when the run shows it is below the floor
+    assert breaches(summary, floors={"pass@1": {"value": 0.85, "on": "upper_ci"}}) == []
+    assert breaches(summary, floors={"pass@1": {"value": 0.9, "on": "upper_ci"}}) == ["pass@1"]
+    scoped = {"tag:python:pass@1": {"value": 0.6, "on": "lower_ci"}}
+    assert breaches(summary, floors=scoped) == ["tag:python:pass@1"]
+    out = io.StringIO()
+    profile = ThresholdProfile("ci", floors={"pass@1": {"value": 0.6, "on": "lower_ci"}})
+    assert print_verdict(profile, summary, Console(file=out, width=300)) == 1
+    assert (
+        "pass@1 = 0.7 (95% CI 0.48-0.85): its lower bound 0.481, expected >= 0.6 (no baseline)"
+        in out.getvalue()
+    )
+
+
+def test_a_drop_that_must_be_significant_fails_only_when_it_is(capsys):
+    base = suite_of(20)
+    significant = {"pass@1": {"value": 0.05, "significant": True}}
+    # 3 of 20 tasks fell: worse by 0.15 > 0.05, but 3 coin flips do that 1 time in 4
+    assert breaches(suite_of(17), base, max_drop={"pass@1": 0.05}) == ["pass@1"]
+    assert breaches(suite_of(17), base, max_drop=significant) == []
+    profile = ThresholdProfile("sig", max_drop=significant).with_baseline(
+        Baseline(Path("base"), base)
+    )
+    out = io.StringIO()
+    assert print_verdict(profile, suite_of(17), Console(file=out, width=300)) == 0
+    assert (
+        "drop beyond its bound, not failed: pass@1 = 0.85 (95% CI 0.64-0.95), baseline 1: worse "
+        "by 0.15, allowed drop 0.05; not significant (p=0.25, paired over 20 tasks, 3 changed)"
+        in out.getvalue()
+    )
+    # 8 of 20 fell: p = 2 / 2^8
+    profile_breaches = profile.check(suite_of(12))
+    assert [b.metric for b in profile_breaches] == ["pass@1"]
+    assert "significant (p=0.00781, paired over 20 tasks, 8 changed)" in str(profile_breaches[0])
+    # one task: Fisher's exact test on its trials
+    five = {"task:s00:pass@1": {"value": 0.1, "significant": True}}
+    base5 = suite_of(20, trials=5)
+    assert breaches(suite_of(0, trials=5), base5, max_drop=five) == ["task:s00:pass@1"]
+    three_of_five = run_summary_for({"s00": ["pass"] * 3 + ["fail"] * 2})
+    assert breaches(three_of_five, base5, max_drop=five) == []
+
+
+def run_summary_for(outcomes: dict[str, list[str]]) -> Summary:
+    recs = [record(t, i, o) for t, outs in outcomes.items() for i, o in enumerate(outs)]
+    meta = {t: {"difficulty": "easy", "tags": ["python"]} for t in outcomes}
+    return summarize(recs, meta, run_id="r", trials=max(len(v) for v in outcomes.values()))
+
+
+@pytest.mark.parametrize(
+    "section, bound, message",
+    [
+        (
+            "floors",
+            {"value": 0.6, "on": "lower"},
+            r"floors\.pass@1: on: expected one of estimate, lower_ci, upper_ci, got 'lower'",
+        ),
+        (
+            "floors",
+            {"value": 0.6, "om": "lower_ci"},
+            r"floors\.pass@1: unknown key\(s\) om \(expected value, on\)",
+        ),
+        (
+            "floors",
+            {"on": "lower_ci"},
+            r"floors\.pass@1: expected a number or a mapping \{value, on\}",
+        ),
+        (
+            "max_drop",
+            {"value": 0.1, "on": "lower_ci"},
+            r"max_drop\.pass@1: unknown key\(s\) on \(expected value, significant\)",
+        ),
+        ("max_drop", {"value": 0.1, "significant": "yes"}, r"significant: expected true or false"),
+    ],
+)
+def test_a_bad_bound_is_a_usage_error_naming_the_key(section, bound, message):
+    with pytest.raises(UsageError, match=message):
+        ThresholdProfile("p", **{section: {"pass@1": bound}})
+
+
+def test_only_pass_metrics_of_a_suite_tag_or_difficulty_have_an_interval_or_a_test():
+    with pytest.raises(UsageError, match=r"error_rate has no interval or test"):
+        ThresholdProfile("p", ceilings={"error_rate": {"value": 0.1, "on": "upper_ci"}})
+    with pytest.raises(UsageError, match=r"cost_per_success has no interval or test"):
+        ThresholdProfile("p", max_drop={"cost_per_success": {"value": 0.1, "significant": True}})
+    with pytest.raises(UsageError, match=r"task:<id>: metrics carry no interval"):
+        ThresholdProfile("p", floors={"task:t1:pass@1": {"value": 0.5, "on": "lower_ci"}})
+
+
+def test_interval_bounds_compose_from_yaml_overrides():
+    cfg = compose_config(
+        ["profile=regression", "profile.floors={pass@1: {value: 0.6, on: lower_ci}}"]
+    )
+    profile = build_profile(cfg.profile, None)
+    assert (profile.floors["pass@1"].value, profile.floors["pass@1"].on) == (0.6, "lower_ci")
 
 
 @pytest.mark.parametrize(
@@ -187,7 +306,7 @@ def test_regression_profile_composes_with_every_section():
 def test_a_bound_can_be_merged_in_from_the_command_line():
     cfg = compose_config(["profile=regression", "profile.floors={pass@1: 0.9}"])
     profile = build_profile(cfg.profile, None)
-    assert profile.floors["pass@1"] == 0.9 and profile.floors["tag:git:pass@1"] == 0.5
+    assert profile.floors["pass@1"].value == 0.9 and profile.floors["tag:git:pass@1"].value == 0.5
 
 
 def test_missing_baseline_is_a_usage_error(make_task, tmp_path):
@@ -219,7 +338,10 @@ def test_cli_exit_codes_and_gating_a_finished_run(make_task, tmp_path):
     run = evalrun(f"tasks_dir={suite}", f"run_dir={bad}", "agent=noop", "profile=regression")
     assert run.returncode == 1
     broken = [line for line in run.stdout.splitlines() if "threshold broken" in line]
-    assert "threshold broken (regression): pass@1 = 0, expected >= 0.6 (no baseline)" in broken
+    assert (
+        "threshold broken (regression): pass@1 = 0 (95% CI 0.00-0.66), expected >= 0.6 "
+        "(no baseline)" in broken
+    )
     assert any(
         line.startswith("threshold broken (regression): tag:git:pass@1 = 0") for line in broken
     )
@@ -227,7 +349,9 @@ def test_cli_exit_codes_and_gating_a_finished_run(make_task, tmp_path):
     samples_before = (bad / "samples.jsonl").read_text()
     gated = evalrun("gate", str(bad), "profile=regression", f"baseline={good}")
     assert gated.returncode == 1, gated.stderr
-    assert "pass@1 = 0, baseline 1: worse by 1, allowed drop 0.05" in gated.stdout
+    assert (
+        "pass@1 = 0 (95% CI 0.00-0.66), baseline 1: worse by 1, allowed drop 0.05" in gated.stdout
+    )
     assert (bad / "samples.jsonl").read_text() == samples_before  # nothing re-ran
     assert json.loads((bad / "summary.json").read_text())["samples"] == 2
 
