@@ -200,7 +200,7 @@ class Breach:
         est = self.estimate
         shown = _shown(self.value)
         if est is not None and est.low is not None and est.high is not None:
-            shown += f" (95% CI {est.low:.2f}-{est.high:.2f})"
+            shown += f" (95% CI {est.interval()})"
         if self.kind in ("max_drop", EXCUSED):
             worse = abs((self.value or 0.0) - (self.baseline or 0.0))
             if self.value is None:

@@ -27,7 +27,7 @@ metrics. Nothing here imports a heavy SDK: Hydra instantiates this callback on e
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from itertools import combinations
 from pathlib import Path
 from typing import Any
@@ -37,7 +37,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from evalrun.errors import UsageError
 from evalrun.gate import build_profile, read_summary
-from evalrun.metrics import Summary
+from evalrun.metrics import PASS_AT, PASS_HAT, Summary, pass_metric
 from evalrun.records import Outcome, SampleRecord
 from evalrun.store import CONFIG_FILE, SUMMARY_FILE, RunStore
 
@@ -126,6 +126,17 @@ def job_metrics(summary: Summary) -> dict[str, float | int | None]:
     }
 
 
+def job_intervals(summary: Summary) -> dict[str, dict[str, Any]]:
+    """The 95% intervals of the headline pass metrics (`evalrun.stats.Estimate` as JSON)."""
+    k = max(summary.ks, default=1)
+    heads = dict.fromkeys([(PASS_AT, 1), (PASS_AT, k), (PASS_HAT, k)])
+    return {
+        pass_metric(base, kk): asdict(est)
+        for base, kk in heads
+        if (est := summary.overall.interval(base, kk)) is not None
+    }
+
+
 def _judge_names(records: list[SampleRecord]) -> list[str]:
     names = {n for r in records for n in getattr(r, "judge_reasons", {}) if n in r.scores}
     return sorted(names)
@@ -176,6 +187,7 @@ def summarize_sweep(sweep_dir: Path) -> dict[str, Any]:
                 "overrides": job.overrides,
                 "finished": job.summary is not None,
                 "metrics": job_metrics(job.summary) if job.summary else None,
+                "intervals": job_intervals(job.summary) if job.summary else None,
                 "gate": job.gate or None,
             }
             for job in jobs
@@ -184,9 +196,11 @@ def summarize_sweep(sweep_dir: Path) -> dict[str, Any]:
     }
 
 
-def _fmt(value: Any) -> str:
+def _fmt(value: Any, interval: dict[str, Any] | None = None) -> str:
     if value is None:
         return "-"
+    if interval and interval.get("low") is not None and interval.get("high") is not None:
+        return f"{value:.3f} ± {(interval['high'] - interval['low']) / 2:.2f}"
     return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
@@ -209,7 +223,7 @@ def render(sweep: dict[str, Any], console) -> None:
         table.add_row(
             str(job["job"]),
             *[_fmt(job["swept"].get(k)) for k in sweep["swept"]],
-            *[_fmt(metrics.get(m)) for m in metric_names],
+            *[_fmt(metrics.get(m), (job.get("intervals") or {}).get(m)) for m in metric_names],
             verdict,
         )
     console.print(table)

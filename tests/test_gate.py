@@ -153,8 +153,8 @@ def test_breach_line_names_metric_value_bound_and_baseline():
     lines = [line for line in out.getvalue().splitlines() if "threshold broken" in line]
     assert code == 1
     assert lines == [
-        "threshold broken (reg): pass@1 = 0.75 (95% CI 0.01-1.00), expected >= 0.9 (baseline 1)",
-        "threshold broken (reg): pass@1 = 0.75 (95% CI 0.01-1.00), baseline 1: worse by 0.25, "
+        "threshold broken (reg): pass@1 = 0.75 (95% CI [0.01, 1.00]), expected >= 0.9 (baseline 1)",
+        "threshold broken (reg): pass@1 = 0.75 (95% CI [0.01, 1.00]), baseline 1: worse by 0.25, "
         "allowed drop 0.1",
     ]
 
@@ -190,7 +190,7 @@ def test_a_floor_on_the_interval_is_stricter_or_more_lenient_than_on_the_estimat
     profile = ThresholdProfile("ci", floors={"pass@1": {"value": 0.6, "on": "lower_ci"}})
     assert print_verdict(profile, summary, Console(file=out, width=300)) == 1
     assert (
-        "pass@1 = 0.7 (95% CI 0.48-0.85): its lower bound 0.481, expected >= 0.6 (no baseline)"
+        "pass@1 = 0.7 (95% CI [0.48, 0.85]): its lower bound 0.481, expected >= 0.6 (no baseline)"
         in out.getvalue()
     )
 
@@ -207,7 +207,7 @@ def test_a_drop_that_must_be_significant_fails_only_when_it_is(capsys):
     out = io.StringIO()
     assert print_verdict(profile, suite_of(17), Console(file=out, width=300)) == 0
     assert (
-        "drop beyond its bound, not failed: pass@1 = 0.85 (95% CI 0.64-0.95), baseline 1: worse "
+        "drop beyond its bound, not failed: pass@1 = 0.85 (95% CI [0.64, 0.95]), baseline 1: worse "
         "by 0.15, allowed drop 0.05; not significant (p=0.25, paired over 20 tasks, 3 changed)"
         in out.getvalue()
     )
@@ -339,7 +339,7 @@ def test_cli_exit_codes_and_gating_a_finished_run(make_task, tmp_path):
     assert run.returncode == 1
     broken = [line for line in run.stdout.splitlines() if "threshold broken" in line]
     assert (
-        "threshold broken (regression): pass@1 = 0 (95% CI 0.00-0.66), expected >= 0.6 "
+        "threshold broken (regression): pass@1 = 0 (95% CI [0.00, 0.66]), expected >= 0.6 "
         "(no baseline)" in broken
     )
     assert any(
@@ -350,7 +350,8 @@ def test_cli_exit_codes_and_gating_a_finished_run(make_task, tmp_path):
     gated = evalrun("gate", str(bad), "profile=regression", f"baseline={good}")
     assert gated.returncode == 1, gated.stderr
     assert (
-        "pass@1 = 0 (95% CI 0.00-0.66), baseline 1: worse by 1, allowed drop 0.05" in gated.stdout
+        "pass@1 = 0 (95% CI [0.00, 0.66]), baseline 1: worse by 1, allowed drop 0.05"
+        in gated.stdout
     )
     assert (bad / "samples.jsonl").read_text() == samples_before  # nothing re-ran
     assert json.loads((bad / "summary.json").read_text())["samples"] == 2

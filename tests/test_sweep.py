@@ -58,7 +58,10 @@ def test_joblib_launcher_runs_jobs_in_parallel_processes_and_a_broken_gate_fails
     assert proc.returncode == 1, proc.stdout + proc.stderr
     jobs = json.loads((sweep_dir / SWEEP_FILE).read_text())["jobs"]
     assert [j["gate"]["exit_code"] for j in jobs] == [0, 1]
-    assert "pass@1 = 0, expected >= 0.6 (no baseline)" in jobs[1]["gate"]["breaches"]
+    assert (
+        "pass@1 = 0 (95% CI [0.00, 0.79]), expected >= 0.6 (no baseline)"
+        in jobs[1]["gate"]["breaches"]
+    )
     assert {p.name for p in sweep_dir.iterdir() if p.is_dir()} >= {"0", "1"}
 
 

@@ -16,12 +16,13 @@ from html import escape
 from pathlib import Path
 from urllib.parse import quote
 
-from evalrun.metrics import PHASES, GroupStats
+from evalrun.metrics import PASS_AT, PASS_HAT, PHASES, GroupStats
 from evalrun.records import SampleRecord
 from evalrun.report.diff_html import render_diff_html
 from evalrun.report.page import (
     Cell,
     cards,
+    estimate_cell,
     fmt_rate,
     fmt_s,
     fmt_usd,
@@ -76,12 +77,11 @@ def run_html(run: RunFiles) -> str:
         f" · started {escape(when(run.started_at))} · {escape(status)}"
         f"<br>tasks from <code>{escape(str(run.plan.get('tasks_dir')))}</code>"
     )
-    headline = [("pass@1", fmt_rate(s.overall.pass_at.get(1), 3))]
-    if kmax > 1:
-        headline += [
-            (f"pass@{kmax}", fmt_rate(s.overall.pass_at.get(kmax), 3)),
-            (f"pass^{kmax}", fmt_rate(s.overall.pass_hat.get(kmax), 3)),
-        ]
+    o = s.overall
+    heads = [(PASS_AT, 1)] + ([(PASS_AT, kmax), (PASS_HAT, kmax)] if kmax > 1 else [])
+    headline: list = [
+        (f"{base}{k}", fmt_rate(o.value(base, k), 3), o.interval(base, k)) for base, k in heads
+    ]
     headline += [
         ("flaky tasks", str(s.overall.flaky_tasks)),
         ("passed / failed / errors", f"{s.passes} / {s.scored - s.passes} / {s.errors}"),
@@ -113,13 +113,25 @@ def run_html(run: RunFiles) -> str:
 def plots(run: RunFiles) -> str:
     s = run.summary
     series = [
-        Series("pass@k", [(k, s.overall.pass_at.get(k)) for k in s.ks], PALETTE[0]),
-        Series("pass^k", [(k, s.overall.pass_hat.get(k)) for k in s.ks], PALETTE[1], True),
+        Series(
+            "pass@k",
+            [(k, s.overall.pass_at.get(k)) for k in s.ks],
+            PALETTE[0],
+            band=band(s.overall, PASS_AT, s.ks),
+        ),
+        Series(
+            "pass^k",
+            [(k, s.overall.pass_hat.get(k)) for k in s.ks],
+            PALETTE[1],
+            True,
+            band=band(s.overall, PASS_HAT, s.ks),
+        ),
     ]
     for i, (name, group) in enumerate(s.by_difficulty.items()):
         points = [(k, group.pass_at.get(k)) for k in s.ks]
         series.append(Series(f"pass@k {name}", points, PALETTE[2 + i % 5], dashed=True, thin=True))
-    out = [line_chart(series, title="pass@k and pass^k against k", xs=s.ks, x_label="k")]
+    title = "pass@k and pass^k against k (shaded: 95% interval)"
+    out = [line_chart(series, title=title, xs=s.ks, x_label="k")]
     for phase in PHASES:
         samples = [
             (value, r.outcome.value, f"{r.task_id}#{r.trial}")
@@ -136,6 +148,17 @@ def plots(run: RunFiles) -> str:
     else:
         out.append('<p class="muted">No cost plot: the agent reported no cost for any sample.</p>')
     return "".join(out)
+
+
+def band(group: GroupStats, base: str, ks: list[int]) -> list[tuple[float, float, float]]:
+    """(k, low, high) of a pass metric's 95% interval at every k that has one."""
+    return [
+        (k, est.low, est.high)
+        for k in ks
+        if (est := group.interval(base, k)) is not None
+        and est.low is not None
+        and est.high is not None
+    ]
 
 
 def outcome_dots(run: RunFiles, index: int, task_id: str) -> str:
@@ -188,9 +211,12 @@ def group_section(title: str, groups: dict[str, GroupStats], ks: list[int]) -> s
     headers.append(("flaky tasks", True))
     rows = []
     for name, g in groups.items():
-        row = [text_cell(name), num_cell(g.tasks, str(g.tasks)), rate_cell(g.pass_at.get(1))]
-        if kmax > 1:
-            row += [rate_cell(g.pass_at.get(kmax)), rate_cell(g.pass_hat.get(kmax))]
+        row = [text_cell(name), num_cell(g.tasks, str(g.tasks))]
+        row += [
+            estimate_cell(g.value(base, k), g.interval(base, k))
+            for base, k in [(PASS_AT, 1)]
+            + ([(PASS_AT, kmax), (PASS_HAT, kmax)] if kmax > 1 else [])
+        ]
         row.append(num_cell(g.flaky_tasks, str(g.flaky_tasks)))
         rows.append(row)
     return f"<h2>{escape(title)}</h2>" + table(headers, rows, css="sortable groups")

@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
+from evalrun.stats import Estimate
+
 CSS = """
 :root { --fg:#1d2330; --muted:#667085; --line:#e4e7ec; --bg:#fff; --soft:#f6f7f9;
   --pass:#2e9e5b; --fail:#d64545; --error:#b08900; --accent:#3b6fd8; }
@@ -29,6 +31,9 @@ h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 17px; margin: 30px 0 10
 .card { background: var(--soft); border: 1px solid var(--line); border-radius: 8px;
   padding: 10px 12px; } .card .v { font-size: 22px; font-weight: 650; }
 .card .l { color: var(--muted); font-size: 12px; }
+.card .pm { font-size: 12px; color: var(--muted); white-space: nowrap; }
+td.rate .ci { position: absolute; bottom: 2px; height: 3px; border-radius: 2px;
+  background: #1d3f8f; opacity: 0.45; z-index: 0; } td.rate .pm { color: var(--muted); }
 .plots { display: flex; flex-wrap: wrap; gap: 14px; align-items: flex-start; }
 svg.plot { background: var(--soft); border: 1px solid var(--line); border-radius: 8px;
   max-width: 100%; height: auto; }
@@ -205,6 +210,31 @@ def rate_cell(value: float | None, digits: int = 2) -> Cell:
     return Cell(f'{bar}<span class="t">{value:.{digits}f}</span>', value, True, "rate")
 
 
+def interval_title(est: Estimate) -> str:
+    """Hover text naming a figure's exact 95% interval and how it was computed."""
+    if est.low is None or est.high is None:
+        return f"no interval: fewer than 2 tasks to estimate it from ({est.method})"
+    return f"95% CI {est.interval(3)} ({est.method}, {est.tasks} tasks)"
+
+
+def estimate_cell(value: float | None, est: Estimate | None, digits: int = 2) -> Cell:
+    """A rate cell with its uncertainty: `0.62 ± 0.11`, the 95% interval drawn as a line across
+    the bar and named on hover. Sorts by the value."""
+    if est is None or est.half_width is None or value is None:
+        return rate_cell(value, digits)
+    bar = f'<span class="bar" style="width:{max(0.0, min(value, 1.0)) * 100:.0f}%"></span>'
+    assert est.low is not None and est.high is not None
+    ci = (
+        f'<span class="ci" style="left:{est.low * 100:.1f}%;'
+        f'width:{max(est.high - est.low, 0.0) * 100:.1f}%"></span>'
+    )
+    text = (
+        f'<span class="t" title="{escape(interval_title(est), quote=True)}">{value:.{digits}f}'
+        f'<span class="pm"> ± {est.half_width:.{digits}f}</span></span>'
+    )
+    return Cell(bar + ci + text, value, True, "rate")
+
+
 def table(headers: Sequence[tuple[str, bool]], rows: Sequence[Sequence[Cell]], *, css: str) -> str:
     """`headers` are (label, numeric); a table with class `sortable` sorts on header clicks."""
     head = "".join(
@@ -225,10 +255,18 @@ def table(headers: Sequence[tuple[str, bool]], rows: Sequence[Sequence[Cell]], *
     )
 
 
-def cards(items: Sequence[tuple[str, str]]) -> str:
-    """Headline numbers: (label, value) pairs, values already formatted (escaped here)."""
-    inner = "".join(
-        f'<div class="card"><div class="v">{escape(v)}</div><div class="l">{escape(k)}</div></div>'
-        for k, v in items
-    )
-    return f'<div class="cards">{inner}</div>'
+def cards(items: Sequence[tuple[str, str] | tuple[str, str, Estimate | None]]) -> str:
+    """Headline numbers: (label, value) or (label, value, its estimate) - values already
+    formatted (escaped here); an estimate adds `± half-width` and its interval on hover."""
+    inner = []
+    for label, value, *rest in items:
+        est = rest[0] if rest else None
+        pm = title = ""
+        if est is not None and est.half_width is not None:
+            pm = f'<div class="pm">± {est.half_width:.2f} · {escape(est.interval())}</div>'
+            title = f' title="{escape(interval_title(est), quote=True)}"'
+        inner.append(
+            f'<div class="card"{title}><div class="v">{escape(value)}</div>{pm}'
+            f'<div class="l">{escape(label)}</div></div>'
+        )
+    return f'<div class="cards">{"".join(inner)}</div>'

@@ -62,6 +62,8 @@ class Series:
     color: str
     dashed: bool = False
     thin: bool = False  # secondary lines (per group) under the headline ones
+    # (x, low, high): the 95% interval at each x, drawn as a shaded band around the line
+    band: Sequence[tuple[float, float, float]] = ()
 
 
 def line_chart(
@@ -91,6 +93,16 @@ def line_chart(
         f'<text x="{left + plot_w / 2:.0f}" y="{height - 4}" text-anchor="middle">'
         f"{escape(x_label)}</text>"
     )
+    for s in series:
+        if len(s.band) > 1:
+            edge = [(px(x), py(hi)) for x, _, hi in s.band] + [
+                (px(x), py(lo)) for x, lo, _ in reversed(s.band)
+            ]
+            outline = " ".join(f"{a:.1f},{b:.1f}" for a, b in edge)
+            out.append(
+                f'<polygon class="band" points="{outline}" fill="{s.color}" fill-opacity="0.1" '
+                f'stroke="none"><title>{escape(s.label)}: 95% interval</title></polygon>'
+            )
     for i, s in enumerate(series):
         points = [(px(x), py(y), x, y) for x, y in s.points if y is not None]
         dash = ' stroke-dasharray="5 4"' if s.dashed else ""
@@ -102,10 +114,12 @@ def line_chart(
                 f'<polyline points="{path}" fill="none" stroke="{s.color}" '
                 f'stroke-width="{stroke}"{dash}/>'
             )
+        ranges = {x: (lo, hi) for x, lo, hi in s.band}
         for a, b, x, y in points:
+            ci = f" (95% CI [{ranges[x][0]:.3f}, {ranges[x][1]:.3f}])" if x in ranges else ""
             out.append(
                 f'<circle cx="{a:.1f}" cy="{b:.1f}" r="{2.5 if s.thin else 3.5}" fill="{s.color}">'
-                f"<title>{escape(s.label)} at k={x:g}: {y:.3f}</title></circle>"
+                f"<title>{escape(s.label)} at k={x:g}: {y:.3f}{ci}</title></circle>"
             )
         ly = top + 8 + i * 18
         out.append(
@@ -174,8 +188,10 @@ def bar_chart(
     fmt: Callable[[float], str],
     color: str = "#3b6fd8",
     x_max: float | None = None,
+    intervals: Sequence[tuple[float, float] | None] = (),
 ) -> str:
-    """Horizontal bars, one row per item, in the given order; labels are cut to fit."""
+    """Horizontal bars, one row per item, in the given order; labels are cut to fit.
+    `intervals` (one per item, or None) draws each bar's 95% interval as a whisker."""
     row_h, top, label_w, value_w, width = 20, 26, 190, 80, 460
     height = top + row_h * max(len(items), 1) + 8
     plot_w = width - label_w - value_w
@@ -191,5 +207,14 @@ def bar_chart(
             f'fill="{color}"><title>{escape(label)}: {escape(fmt(value))}</title></rect>'
             f'<text x="{label_w + bar + 4:.1f}" y="{y + 14}">{escape(fmt(value))}</text>'
         )
+        span = intervals[i] if i < len(intervals) else None
+        if span is not None:
+            lo, hi = (label_w + max(v / scale * plot_w, 0.0) for v in span)
+            mid = y + row_h / 2
+            out.append(
+                f'<path class="whisker" d="M{lo:.1f},{mid - 4:.1f}v8M{lo:.1f},{mid:.1f}H{hi:.1f}'
+                f'M{hi:.1f},{mid - 4:.1f}v8" stroke="#1d2330" stroke-width="1.2" fill="none">'
+                f"<title>{escape(label)}: 95% CI [{fmt(span[0])}, {fmt(span[1])}]</title></path>"
+            )
     out.append("</svg>")
     return "".join(out)

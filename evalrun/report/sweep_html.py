@@ -15,15 +15,16 @@ from urllib.parse import quote
 
 from evalrun.configdiff import flatten
 from evalrun.errors import UsageError
+from evalrun.metrics import PASS_AT, PASS_HAT
 from evalrun.report.page import (
     Cell,
     cards,
+    estimate_cell,
     fmt_rate,
     fmt_s,
     fmt_usd,
     num_cell,
     page,
-    rate_cell,
     table,
     text_cell,
 )
@@ -88,7 +89,11 @@ def sweep_html(sweep_dir: Path, runs: list[RunFiles]) -> str:
         cards(
             [
                 ("jobs", str(len(runs))),
-                ("best pass@1", fmt_rate(best.summary.overall.pass_at.get(1), 3)),
+                (
+                    "best pass@1",
+                    fmt_rate(best.summary.overall.pass_at.get(1), 3),
+                    best.summary.overall.interval(PASS_AT, 1),
+                ),
                 ("best job", f"#{best.run_dir.name}"),
                 ("samples", str(sum(r.summary.samples for r in runs))),
                 ("cost total", fmt_usd(_total_cost(runs))),
@@ -101,9 +106,10 @@ def sweep_html(sweep_dir: Path, runs: list[RunFiles]) -> str:
                 (label, r.summary.overall.pass_at.get(1) or 0.0)
                 for label, r in zip(labels, runs, strict=True)
             ],
-            title="pass@1 per job",
+            title="pass@1 per job (whiskers: 95% interval)",
             fmt=lambda v: f"{v:.3f}",
             x_max=1.0,
+            intervals=[_span(r) for r in runs],
         ),
         line_chart(
             [
@@ -128,6 +134,13 @@ def sweep_html(sweep_dir: Path, runs: list[RunFiles]) -> str:
     return page(f"evalrun sweep · {sweep_dir.name}", "\n".join(body))
 
 
+def _span(run: RunFiles) -> tuple[float, float] | None:
+    est = run.summary.overall.interval(PASS_AT, 1)
+    if est is None or est.low is None or est.high is None:
+        return None
+    return est.low, est.high
+
+
 def _total_cost(runs: list[RunFiles]) -> float | None:
     costs = [r.summary.cost.total_usd for r in runs if r.summary.cost.total_usd is not None]
     return sum(costs) if costs else None
@@ -144,9 +157,9 @@ def jobs_table(runs: list[RunFiles], keys: list[str], kmax: int) -> str:
         link = quote(f"{run.run_dir.name}/{HTML_FILE}")
         row = [Cell(f'<a href="{link}">#{escape(run.run_dir.name)}</a>', int(run.run_dir.name))]
         row += [text_cell(str(flat.get(k, "—"))) for k in keys]
-        row += [text_cell(run.agent), rate_cell(s.overall.pass_at.get(1))]
-        if kmax > 1:
-            row += [rate_cell(s.overall.pass_at.get(kmax)), rate_cell(s.overall.pass_hat.get(kmax))]
+        heads = [(PASS_AT, 1)] + ([(PASS_AT, kmax), (PASS_HAT, kmax)] if kmax > 1 else [])
+        row.append(text_cell(run.agent))
+        row += [estimate_cell(s.overall.value(b, k), s.overall.interval(b, k)) for b, k in heads]
         p50 = s.latency["agent"].p50 if "agent" in s.latency else None
         row += [
             num_cell(s.overall.flaky_tasks, str(s.overall.flaky_tasks)),

@@ -64,7 +64,14 @@ def test_show_prints_the_terminal_report_again(run_dir):
     proc = evalrun_subprocess("show", str(run_dir))
     assert proc.returncode == 0, proc.stderr
     assert "002-flaky flaky" in proc.stdout
-    assert "pass@1 0.556  pass@3 0.667  pass^3 0.333  flaky tasks 1" in proc.stdout
+    assert (
+        "pass@1 0.556 ± 0.465  pass@3 0.667 ± 0.472  pass^3 0.333 ± 0.472  flaky tasks 1"
+        in proc.stdout
+    )
+    assert (
+        "95% CI over 3 tasks (clustered-wilson): pass@1 [0.04, 0.97] · pass@3 [0.04, 0.99] · "
+        "pass^3 [0.01, 0.96]" in proc.stdout
+    )
     assert "004-error#0: setup.sh failed (exit 3): boom" in proc.stdout
 
 

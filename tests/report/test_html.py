@@ -59,7 +59,13 @@ def test_the_report_loads_nothing_and_escapes_agent_and_verify_output(run_dir):
 
 def test_the_report_shows_headline_numbers_and_breakdowns(run_dir):
     text = (run_dir / "report.html").read_text()
-    assert re.search(r'<div class="v">0\.556</div><div class="l">pass@1</div>', text)
+    assert re.search(
+        r'<div class="v">0\.556</div><div class="pm">± 0\.46 · \[0\.04, 0\.97\]</div>'
+        r'<div class="l">pass@1</div>',
+        text,
+    )
+    assert 'title="95% CI [0.042, 0.972] (clustered-wilson, 3 tasks)"' in text
+    assert text.count('<polygon class="band"') == 2  # pass@k and pass^k against k
     assert re.search(r'<div class="v">5 / 4 / 3</div>', text)
     assert "<h2>By tag</h2>" in text and "<h2>By difficulty</h2>" in text
     assert "Harness errors (3)" in text and "setup.sh failed (exit 3): boom" in text

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
+
 from evalrun.metrics import summarize
 from evalrun.opik_traces import (
     experiment_scores,
@@ -71,3 +73,14 @@ def test_experiment_scores_are_the_suite_aggregates():
     assert scores["pass@1"] == 0.5 and scores["flaky_rate"] == 1.0
     assert scores["error_rate"] == 1 / 3
     assert "pass@3" not in scores and "cost_per_success_usd" not in scores  # undefined: absent
+    # one task: its trials cannot tell how tasks differ, so no interval is sent
+    assert "pass@1_ci95_low" not in scores
+    two = summarize(
+        [record(), record(Outcome.failed).model_copy(update={"task_id": "002-b"})],
+        {"001-a": {}, "002-b": {}},
+        run_id="r",
+        trials=1,
+    )
+    scores = experiment_scores(two)  # 1 of 2 tasks: Wilson interval [0.0945, 0.9055]
+    assert scores["pass@1_ci95_low"] == pytest.approx(0.0945, abs=1e-4)
+    assert scores["pass@1_ci95_high"] == pytest.approx(0.9055, abs=1e-4)
