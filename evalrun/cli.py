@@ -104,6 +104,13 @@ def cmd_gate(args: list[str]) -> int:
     return gate_command(args, compose_config, _console())
 
 
+def cmd_power(args: list[str]) -> int:
+    """evalrun power [RUN_DIR] [overrides] [--delta D] [--width W]: tasks x trials a run needs."""
+    from evalrun.power import power_command
+
+    return power_command(args, compose_config, _console())
+
+
 def cmd_image(args: list[str]) -> int:
     """evalrun image build [--force] [IMAGE]: build sandbox=docker's base image offline.
 
@@ -145,6 +152,7 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "report": cmd_report,
     "gate": cmd_gate,
     "diff": cmd_diff,
+    "power": cmd_power,
     "image": cmd_image,
 }
 

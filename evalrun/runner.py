@@ -44,6 +44,18 @@ def print_plan(plan: RunPlan, console: Console) -> None:
             f"  {task.id:<40} {task.spec.difficulty.value:<7} {task.fingerprint[:12]}  [{tags}]",
             highlight=False,
         )
+    console.print(f"precision  {expected_precision(plan)}", highlight=False)
+
+
+def expected_precision(plan: RunPlan) -> str:
+    """How wide pass@1's 95% interval will be, from the baseline's variance when there is one."""
+    from evalrun.power import describe, precision_note, variance_for
+
+    base = plan.profile.baseline
+    variance = variance_for(base.summary if base else None, None, None)
+    note = precision_note(variance, len(plan.tasks), plan.trials)
+    source = f"from baseline {base.run_dir}" if base else "no baseline"
+    return f"{note}; {describe(variance)}, {source} (more: evalrun power)"
 
 
 def refuse_incompatible_resume(plan: RunPlan) -> None:

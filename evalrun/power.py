@@ -1,0 +1,218 @@
+"""`evalrun power`: before an expensive run, how precise will it be, and how many tasks x trials
+does a comparison need?
+
+```
+evalrun power [RUN_DIR | baseline=<run-dir>] [overrides] [--delta 0.1] [--width 0.1]
+              [--rate P] [--icc R] [--corr R] [--power 0.8]
+```
+
+The plan is the composed config - the same overrides as a run (`tags=python trials=3`) - so the
+answer is about the run those overrides would make. The variance comes from a baseline run when
+one is given (its per-task pass rates; with 2+ trials per task it also measures how much of the
+variance lies between tasks, the ICC), else from `--rate` (default 0.5, the widest case) and
+`--icc` (default 0.5). `--corr` is the assumed correlation of the two compared agents' per-task
+pass rates (default 0.5): an agent and its next version find the same tasks hard. The formulas
+are in `evalrun.stats` (Variance, half_width, tasks_for_half_width, tasks_to_detect). A dry run
+prints the first of these lines (`precision_note`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.console import Console
+from rich.table import Table
+
+from evalrun.errors import UsageError
+from evalrun.metrics import Summary
+from evalrun.stats import (
+    DEFAULT_CORRELATION,
+    DEFAULT_ICC,
+    DEFAULT_POWER,
+    Variance,
+    half_width,
+    tasks_for_half_width,
+    tasks_to_detect,
+)
+
+USAGE = (
+    "usage: evalrun power [RUN_DIR | baseline=<run-dir>] [overrides] [--delta D] [--width W] "
+    "[--rate P] [--icc R] [--corr R] [--power P]"
+)
+TRIAL_OPTIONS = (1, 2, 3, 5, 10)
+ASSUMED_RATE = 0.5  # the widest case, when nothing says otherwise
+
+
+@dataclass(frozen=True)
+class PowerOptions:
+    delta: float = 0.10
+    width: float = 0.10
+    rate: float | None = None
+    icc: float | None = None
+    corr: float = DEFAULT_CORRELATION
+    power: float = DEFAULT_POWER
+
+
+def variance_for(
+    summary: Summary | None, rate: float | None, icc: float | None, delta: float = 0.10
+) -> Variance:
+    """From the baseline's tasks when there is one (unless `rate` overrides it), else assumed.
+
+    A baseline within `delta` of 0 or 1 shows almost no variance (every task passes, or none
+    does), which says little about a run that moves: its rate is then moved to `delta` from
+    the edge - where a run that changed by `delta` would be - keeping its measured ICC."""
+    icc_or_default = DEFAULT_ICC if icc is None else icc
+    if summary is not None and rate is None:
+        measured = Variance.from_tasks([(t.passes, t.n) for t in summary.tasks], icc_or_default)
+        if measured is not None and delta <= measured.rate <= 1 - delta:
+            return measured
+        if measured is not None:
+            edge = min(max(measured.rate, delta), 1 - delta)
+            spread = measured.between + measured.within
+            kept = measured.icc if spread > 0 and icc is None else icc_or_default
+            return Variance.assumed(edge, kept)
+    return Variance.assumed(ASSUMED_RATE if rate is None else rate, icc_or_default)
+
+
+def describe(variance: Variance) -> str:
+    how = "measured" if variance.measured else "assumed"
+    return f"pass@1 {variance.rate:.2f}, ICC {variance.icc:.2f} ({how})"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def precision_note(variance: Variance, tasks: int, trials: int, target: float = 0.10) -> str:
+    """`with 23 tasks x 1 trial, a 95% interval on pass@1 is about ±0.20; ±0.10 needs ~91
+    task-trials (91 tasks x 1 trial)`."""
+    now = half_width(variance, tasks, trials)
+    line = (
+        f"with {_plural(tasks, 'task')} x {_plural(trials, 'trial')}, a 95% interval on pass@1 "
+        f"is about ±{now:.2f}"
+    )
+    if now <= target:
+        return line
+    needed = tasks_for_half_width(variance, target, trials)
+    return (
+        f"{line}; ±{target:.2f} needs ~{needed * trials} task-trials "
+        f"({_plural(needed, 'task')} x {_plural(trials, 'trial')})"
+    )
+
+
+def parse_args(args: list[str]) -> tuple[PowerOptions, list[str], str | None]:
+    """Options, Hydra overrides, and the positional baseline run directory (if any)."""
+    values: dict[str, float] = {}
+    overrides: list[str] = []
+    positional: list[str] = []
+    rest = list(args)
+    names = set(PowerOptions.__dataclass_fields__)
+    while rest:
+        arg = rest.pop(0)
+        if arg.startswith("--"):
+            name, _, inline = arg[2:].partition("=")
+            if name not in names:
+                raise UsageError(f"unknown option {arg!r} ({USAGE})")
+            raw = inline or (rest.pop(0) if rest else "")
+            try:
+                values[name] = float(raw)
+            except ValueError:
+                raise UsageError(f"--{name}: expected a number, got {raw!r}") from None
+        elif "=" in arg:
+            overrides.append(arg)
+        else:
+            positional.append(arg)
+    if len(positional) > 1:
+        raise UsageError(f"expected at most one baseline run directory ({USAGE})")
+    for name in ("delta", "width"):
+        if name in values and not 0 < values[name] < 1:
+            raise UsageError(f"--{name}: expected a number between 0 and 1, got {values[name]:g}")
+    for name in ("rate", "icc", "corr", "power"):
+        if name in values and not 0 <= values[name] <= 1:
+            raise UsageError(f"--{name}: expected a number from 0 to 1, got {values[name]:g}")
+    if "power" in values and not 0 < values["power"] < 1:
+        raise UsageError(f"--power: expected a number between 0 and 1, got {values['power']:g}")
+    return PowerOptions(**values), overrides, positional[0] if positional else None
+
+
+def report(
+    variance: Variance, tasks: int, trials: int, options: PowerOptions, console: Console
+) -> None:
+    """Print the precision line and the tasks x trials table."""
+    console.print(f"precision  {precision_note(variance, tasks, trials, options.width)}")
+    console.print(
+        f"detect     a change of {options.delta:.2f} in pass@1: {options.power:.0%} power, "
+        f"p < 0.05, paired over the same tasks (the two agents' per-task pass rates "
+        f"correlated {options.corr:.2f}, assumed)",
+        highlight=False,
+    )
+    table = Table(header_style="bold")
+    for column in (
+        "trials per task",
+        f"± with {tasks} tasks",
+        f"tasks for ±{options.width:.2f}",
+        f"tasks to detect {options.delta:.2f}",
+        "task-trials to detect",
+    ):
+        table.add_column(column, justify="right")
+    for k in sorted({*TRIAL_OPTIONS, trials}):
+        detect = tasks_to_detect(
+            variance, options.delta, k, power=options.power, correlation=options.corr
+        )
+        mark = " (plan)" if k == trials else ""
+        table.add_row(
+            f"{k}{mark}",
+            f"±{half_width(variance, tasks, k):.2f}",
+            str(tasks_for_half_width(variance, options.width, k)),
+            str(detect) + (" [yellow]> suite[/]" if detect > tasks else ""),
+            str(detect * k),
+        )
+    console.print(table)
+    if variance.icc >= 0.5:
+        console.print(
+            "[dim]Most of the variance lies between tasks: more tasks buy far more precision "
+            "than more trials of the same tasks.[/]"
+        )
+    console.print(
+        "[dim]The significance test (`evalrun diff`, `significant: true` drops) needs at least 6 "
+        "tasks that changed before any p can fall below 0.05.[/]"
+    )
+
+
+def power_command(args: list[str], compose, console: Console) -> int:
+    """`evalrun power ...` (module docstring); `compose` is the CLI's `compose_config`."""
+    from evalrun.plan import build
+
+    if any(a in ("-h", "--help") for a in args):
+        console.print(USAGE, highlight=False)
+        return 0
+    options, overrides, run_dir = parse_args(args)
+    if run_dir is not None:
+        overrides = [o for o in overrides if not o.startswith("baseline=")]
+        overrides.append(f"baseline={run_dir}")
+    plan = build(compose([*overrides, "dry_run=true"]))
+    base = plan.profile.baseline
+    baseline = base.summary if base is not None else None
+    variance = variance_for(baseline, options.rate, options.icc, options.delta)
+    tasks, trials = len(plan.tasks), plan.trials
+    console.print(
+        f"plan       {_plural(tasks, 'task')} x {_plural(trials, 'trial')} from {plan.tasks_dir}",
+        highlight=False,
+    )
+    if base is not None and options.rate is None:
+        shape = max((t.n for t in base.summary.tasks), default=0)
+        source = f"baseline {base.run_dir} ({len(base.summary.tasks)} tasks, {shape} trials each)"
+        rate = base.summary.overall.pass_at.get(1)
+        if not variance.measured and rate is not None:
+            source += (
+                f"; its pass@1 {rate:.2f} is within {options.delta:.2f} of the edge, so the plan "
+                f"uses {variance.rate:.2f}, where a run that moved by {options.delta:.2f} would be"
+            )
+    else:
+        source = "no baseline (give RUN_DIR or baseline=<run-dir> to measure it)"
+    console.print(
+        f"variance   {describe(variance)}; ICC is the between-task share of the variance; {source}",
+        highlight=False,
+    )
+    report(variance, tasks, trials, options, console)
+    return 0
