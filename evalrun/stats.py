@@ -51,12 +51,13 @@ import random
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from statistics import NormalDist
 
 ALPHA = 0.05  # a difference is called significant at p < ALPHA
 LEVEL = 1 - ALPHA  # every interval in evalrun is a 95% interval
-SIGN_FLIP_RESAMPLES = 20000
-EXACT_SIGN_FLIP_SUMS = 200_000  # beyond this many distinct sums, Monte Carlo
+SIGN_FLIP_RESAMPLES = 10_000
+EXACT_SIGN_FLIP_SUMS = 50_000  # beyond this many distinct sums, Monte Carlo
 SEED = 0
 
 WILSON = "wilson"
@@ -127,7 +128,8 @@ def wilson(successes: float, n: float, z: float = Z) -> tuple[float, float]:
     z2 = z * z
     centre = (p + z2 / (2 * n)) / (1 + z2 / n)
     half = z / (1 + z2 / n) * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
-    return max(0.0, centre - half), min(1.0, centre + half)
+    low = 0.0 if p <= 0 else max(0.0, centre - half)  # exact at the edges, not 1 - 1e-16
+    return low, 1.0 if p >= 1 else min(1.0, centre + half)
 
 
 # --- Student's t, from the regularised incomplete beta function ----------------------------------
@@ -173,25 +175,36 @@ def t_two_sided_p(t: float, df: float) -> float:
     return incomplete_beta(df / 2, 0.5, df / (df + t * t))
 
 
+def t_density(t: float, df: float) -> float:
+    log_norm = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
+    return math.exp(log_norm - (df + 1) / 2 * math.log1p(t * t / df))
+
+
+@lru_cache(maxsize=512)
 def t_quantile(q: float, df: float) -> float:
-    """The q-quantile of Student's t (0 < q < 1), by bisection on the distribution function."""
+    """The q-quantile of Student's t (0 < q < 1): Newton's method from the Cornish-Fisher
+    expansion, kept inside a shrinking bracket (cached: a summary asks for the same few degrees
+    of freedom many times)."""
     if not 0.0 < q < 1.0:
         raise ValueError("t_quantile: q must be in (0, 1)")
     if q == 0.5:
         return 0.0
-    upper_tail = 1.0 - q if q > 0.5 else q  # P(T > t) for the |t| we look for
-    lo, hi = 0.0, 1.0
-    while t_two_sided_p(hi, df) / 2 > upper_tail:
-        hi *= 2.0
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        if t_two_sided_p(mid, df) / 2 > upper_tail:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo < 1e-12 * max(1.0, hi):
+    tail = 1.0 - q if q > 0.5 else q  # P(T > t) for the t >= 0 we look for
+    z = _NORMAL.inv_cdf(1.0 - tail)
+    t = (
+        z
+        + (z**3 + z) / (4 * df)
+        + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
+        + (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / (384 * df**3)
+    )
+    lo, hi = 0.0, math.inf
+    for _ in range(100):
+        gap = t_two_sided_p(t, df) / 2 - tail  # > 0: t is too small
+        if abs(gap) <= 1e-15 * tail or hi - lo <= 1e-13 * t:
             break
-    t = (lo + hi) / 2
+        lo, hi = (t, hi) if gap > 0 else (lo, t)
+        step = t + gap / t_density(t, df)
+        t = step if lo < step < hi else (lo + hi) / 2 if math.isfinite(hi) else 2 * t
     return t if q > 0.5 else -t
 
 

@@ -129,7 +129,7 @@ def test_small_swings_are_noise_and_consistent_drops_are_not():
     dropped = [(stats(f"t{i}", 5, 5), stats(f"t{i}", 3, 5)) for i in range(20)]
     verdict = suite_significance(dropped)
     assert verdict["significant"] is True and verdict["ci95"][1] < 0
-    assert verdict["p"] < 0.001 and verdict["test"] == "sign-flip-monte-carlo"
+    assert verdict["p"] == 2 / 2**20 and verdict["test"] == "sign-flip-exact"
     # 4 tasks that all fell: consistent, but four coin flips can do that 1 time in 8
     few = [(stats(f"t{i}", 1, 1), stats(f"t{i}", 0, 1)) for i in range(4)]
     verdict = suite_significance(few)

@@ -116,3 +116,33 @@ def test_planned_task_without_records_shows_up_unscored():
     s = summarize([], {"a": {"difficulty": "easy", "tags": []}}, run_id="r", trials=1)
     assert s.tasks[0].n == 0
     assert s.overall.pass_at[1] is None
+
+
+def test_every_suite_and_group_figure_carries_its_interval_and_method():
+    one_trial = [_rec(t, 0, P if t < "d" else F) for t in "abcd"]  # 3 of 4 tasks pass
+    meta = {t: {"difficulty": "easy", "tags": ["x"]} for t in "abcd"}
+    s = summarize(one_trial, meta, run_id="r", trials=1)
+    est = s.overall.intervals["pass@1"]
+    assert est.method == "wilson" and est.tasks == 4
+    assert (est.low, est.high) == (pytest.approx(0.3006, abs=1e-4), pytest.approx(0.9544, abs=1e-4))
+    assert s.by_tag["x"].intervals["pass@1"] == est and s.by_difficulty["easy"].interval("pass^", 1)
+
+    trials = [
+        _rec(t, i, P if (t, i) in {("a", 0), ("a", 1), ("b", 0)} else F)
+        for t in "ab"
+        for i in range(3)
+    ]
+    s = summarize(trials, {}, run_id="r", trials=3)
+    assert set(s.overall.intervals) == {"pass@1", "pass@2", "pass^2", "pass@3", "pass^3"}
+    assert {e.method for e in s.overall.intervals.values()} == {"clustered-wilson"}
+    assert s.overall.interval("pass^", 3).value == s.overall.pass_hat[3]
+
+
+def test_a_summary_written_before_intervals_existed_still_reads():
+    s = summarize([_rec("a", 0, P), _rec("b", 0, F)], {}, run_id="r", trials=1)
+    old = s.model_dump(mode="json")
+    for group in [old["overall"], *old["by_tag"].values(), *old["by_difficulty"].values()]:
+        del group["intervals"]
+    again = type(s).model_validate(old)
+    assert again.overall.intervals == {} and again.overall.interval("pass@", 1) is None
+    assert again.overall.pass_at[1] == 0.5
