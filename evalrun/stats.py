@@ -24,8 +24,10 @@ Methods (an `Estimate` names the one that produced it in `method`):
   standard error): the design-effect-adjusted Wilson interval used for clustered survey
   proportions. Its quantile is Student's t on T-1 degrees of freedom, because the standard error
   is itself estimated from only T tasks. A percentile bootstrap over tasks was measured too and
-  left out: on simulated suites of 8-20 tasks with correlated trials it covered the truth only
-  84-92% of the time where this interval covers 94-98% (docs/statistics.md).
+  left out: on simulated suites with correlated trials it covered the truth for pass@k as little
+  as 55% of the time (pass@k values pile up at 1, and a bootstrap cannot reach beyond what it
+  resamples) where this interval covered 94-100% (bench/interval_coverage.py,
+  docs/statistics.md).
 
 Comparisons (`paired_difference`): two runs over the same tasks are compared task by task
 (Miller's paired differences): the per-task change d_i = b_i - a_i, its mean, the clustered
