@@ -20,7 +20,9 @@ Accepted shape (every key optional; unknown keys are shown, never dropped):
               "significance": {"note": "noise (Fisher p=0.52)"}}]  # any extra key: a column
   },
   "metrics": {                          # suite-level numbers, a -> b
-    "pass@1": {"a": 0.50, "b": 0.62},   # optional "delta" (else b - a when both are numbers)
+    "pass@1": {"a": 0.50, "b": 0.62,    # optional "delta" (else b - a when both are numbers)
+               "paired": {"mean_delta": 0.1, "ci95": [0.02, 0.18], "p": 0.01,
+                          "note": "..."}},  # optional: the change over shared tasks
     "cost.total_usd": {"a": 1.2, "b": 0.9, "higher_is_better": false}
   }
 }
@@ -121,19 +123,43 @@ def _pair(entry: Any) -> Mapping[str, Any]:
 def metrics_table(metrics: Mapping[str, Any]) -> str:
     if not metrics:
         return '<p class="muted">No metrics compared.</p>'
+    paired = any(isinstance(_pair(raw).get("paired"), Mapping) for raw in metrics.values())
     rows = []
     for name, raw in metrics.items():
         entry = _pair(raw)
-        rows.append(
-            [
-                text_cell(name),
-                _value_cell(entry.get("a")),
-                _value_cell(entry.get("b")),
-                delta_cell(name, entry),
-            ]
-        )
+        row = [
+            text_cell(name),
+            _value_cell(entry.get("a")),
+            _value_cell(entry.get("b")),
+            delta_cell(name, entry),
+        ]
+        if paired:
+            row += _paired_cells(name, entry.get("paired"))
+        rows.append(row)
     headers = [("metric", False), ("a", True), ("b", True), ("Δ", True)]
+    if paired:
+        headers += [("paired Δ over shared tasks [95% CI]", True), ("p", True)]
     return table(headers, rows, css="sortable metrics")
+
+
+def _paired_cells(name: str, paired: Any) -> list[Cell]:
+    """The change over the tasks both runs scored: its mean and interval, and its p-value."""
+    if not isinstance(paired, Mapping) or not _is_number(paired.get("mean_delta")):
+        return [Cell("", None, numeric=True), Cell("", None, numeric=True)]
+    delta = delta_cell(name, {"delta": paired["mean_delta"]})
+    ci = paired.get("ci95")
+    shown = delta.html
+    if isinstance(ci, list | tuple) and len(ci) == 2 and all(map(_is_number, ci)):
+        shown += f' <span class="muted">[{ci[0]:+.3f}, {ci[1]:+.3f}]</span>'
+    p = paired.get("p")
+    note = escape(str(paired.get("note", "")), quote=True)
+    p_text = escape(f"{p:.3g}") if _is_number(p) else "—"
+    if paired.get("significant"):
+        p_text = f"<b>{p_text}</b>"
+    return [
+        Cell(f'<span title="{note}">{shown}</span>', delta.sort, numeric=True),
+        Cell(p_text, p if _is_number(p) else None, numeric=True),
+    ]
 
 
 def _value_cell(value: Any) -> Cell:

@@ -116,12 +116,16 @@ DIFF = {
         ],
     },
     "metrics": {
-        "pass@1": {"a": 0.5, "b": 0.25},
+        "pass@1": {
+            "a": 0.5,
+            "b": 0.25,
+            "paired": {"mean_delta": -0.25, "ci95": [-0.4, -0.1], "p": 0.008, "significant": True},
+        },
         "cost.total_usd": {"a": 2.0, "b": 1.0},
         "samples": {"a": 10, "b": 12},
     },
     "notes": "<b>extra</b>",
-    "significance": {"test": "bootstrap", "note": "noise: 95% CI [-0.5, +0.1] includes 0"},
+    "significance": {"test": "sign-flip-exact", "note": "significant: -0.250, p=0.008"},
 }
 
 
@@ -130,6 +134,9 @@ def test_a_diff_page_colours_improvements_and_regressions():
     assert "runs/base → runs/&lt;new&gt;" in text
     assert '<span class="down">-0.25</span>' in text  # pass@1 fell
     assert '<span class="up">-1</span>' in text  # cost fell: better
+    # the change over shared tasks, its interval and its (significant, so bold) p-value
+    assert '<span class="down">-0.25</span> <span class="muted">[-0.400, -0.100]</span>' in text
+    assert "<b>0.008</b>" in text and "paired Δ over shared tasks [95% CI]" in text
     assert '<span class="">+2</span>' in text  # samples: neither
     assert '0.5 → 1 <span class="up">+0.5</span>' in text  # per-task pass@1 rose
     assert "agent.provider.model" in text and "m-2" in text and ">5<" in text
@@ -137,7 +144,7 @@ def test_a_diff_page_colours_improvements_and_regressions():
     assert "<b>added (1)</b>: 009-new" in text
     assert "&lt;b&gt;extra&lt;/b&gt;" in text  # unknown keys are shown, escaped
     assert "noise (Fisher p=0.52)" in text  # an extra row key becomes a column
-    assert "<b>significance</b>: noise: 95% CI [-0.5, +0.1] includes 0" in text
+    assert "<b>significance</b>: significant: -0.250, p=0.008" in text
 
 
 def test_an_empty_diff_still_renders():
