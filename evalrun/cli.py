@@ -12,11 +12,19 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
-from evalrun.config import CONF_DIR, register_configs
+from evalrun.config import register_configs
 from evalrun.errors import UsageError
+from evalrun.extras import require
+from evalrun.project import locate_config
 
 _err = Console(stderr=True, soft_wrap=True)
+
+
+def _print_error(exc: UsageError) -> None:
+    """One line on stderr; the message is text, not markup (`pip install 'evalrun[docker]'`)."""
+    _err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
 
 
 def _console() -> Console:
@@ -27,16 +35,22 @@ def _console() -> Console:
     return console
 
 
-def compose_config(overrides: list[str]):
-    """Compose `conf/config.yaml` with Hydra overrides, outside of `@hydra.main`."""
+def compose_config(overrides: list[str], *, return_hydra_config: bool = False):
+    """Compose the config with Hydra overrides, outside of `@hydra.main`: the project's
+    conf/evalrun.yaml in an evalrun project folder, else the packaged conf/config.yaml."""
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
     register_configs()
+    where = locate_config()
     try:
-        with initialize_config_dir(config_dir=str(CONF_DIR), version_base="1.3"):
-            return compose(config_name="config", overrides=overrides)
+        with initialize_config_dir(config_dir=str(where.config_dir), version_base="1.3"):
+            return compose(
+                config_name=where.config_name,
+                overrides=overrides,
+                return_hydra_config=return_hydra_config,
+            )
     except (HydraException, OmegaConfBaseException) as exc:
         raise UsageError(f"bad config override: {exc}") from exc
 
@@ -114,19 +128,43 @@ def cmd_power(args: list[str]) -> int:
 def cmd_image(args: list[str]) -> int:
     """evalrun image build [--force] [IMAGE]: build sandbox=docker's base image offline.
 
-    Runs scripts/build-base-image.sh from the source tree (debootstrap from the apt mirror this
-    machine uses, then `docker import`); start an engine first with scripts/docker-engine.sh.
+    Runs the bundled build-base-image.sh (debootstrap from the apt mirror this machine uses, then
+    `docker import`); `evalrun setup docker` also starts an engine first.
     """
-    import subprocess
+    from evalrun.install import run_script
 
-    from evalrun.config import REPO_ROOT
-
-    script = REPO_ROOT / "scripts" / "build-base-image.sh"
     if args[:1] != ["build"]:
         raise UsageError("usage: evalrun image build [--force] [IMAGE]")
-    if not script.is_file():
-        raise UsageError(f"{script} is missing: `evalrun image build` needs evalrun's source tree")
-    return subprocess.call(["bash", str(script), *args[1:]])
+    return run_script("build-base-image.sh", args[1:])
+
+
+def cmd_setup(args: list[str]) -> int:
+    """evalrun setup docker [--force] [IMAGE]: the one-time system pieces of sandbox=docker."""
+    from evalrun.install import setup_command
+
+    return setup_command(args, _console())
+
+
+def cmd_init(args: list[str]) -> int:
+    """evalrun init [DIR]: a starter project (config extending evalrun's, an example task)."""
+    from evalrun.scaffold.commands import init_command
+
+    return init_command(args, _console())
+
+
+def cmd_new_task(args: list[str]) -> int:
+    """evalrun new-task NAME [overrides]: scaffold a task folder in the suite's tasks_dir."""
+    from evalrun.scaffold.commands import new_task_command
+
+    return new_task_command(args, compose_config, _console())
+
+
+def cmd_info(args: list[str]) -> int:
+    """evalrun info [overrides]: install, project, search path, where every option comes from."""
+    from evalrun.project import render_info
+
+    render_info(compose_config(args, return_hydra_config=True), locate_config(), _console())
+    return 0
 
 
 def cmd_push(args: list[str]) -> int:
@@ -154,6 +192,10 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "diff": cmd_diff,
     "power": cmd_power,
     "image": cmd_image,
+    "setup": cmd_setup,
+    "init": cmd_init,
+    "new-task": cmd_new_task,
+    "info": cmd_info,
 }
 
 _exit_codes: list[int] = []
@@ -182,7 +224,7 @@ def _run_job(cfg) -> None:
             page = render_sweep_html(Path(hydra_cfg.sweep.dir))
             _console().print(f"sweep report: {page}", highlight=False, soft_wrap=True)
     except UsageError as exc:
-        _err.print(f"[red]error:[/] {exc}", highlight=False)
+        _print_error(exc)
         sys.exit(exc.exit_code)
     finally:
         if run_dir.is_dir() and not any(run_dir.iterdir()):
@@ -193,7 +235,10 @@ def _hydra_main() -> int:
     import hydra
 
     register_configs()
-    app = hydra.main(config_path=str(CONF_DIR), config_name="config", version_base="1.3")(_run_job)
+    where = locate_config()
+    app = hydra.main(
+        config_path=str(where.config_dir), config_name=where.config_name, version_base="1.3"
+    )(_run_job)
     try:
         app()
     except SystemExit as exc:
@@ -234,16 +279,23 @@ def redact_overrides(overrides: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
+    if args == ["--version"]:  # evalrun's and the SDKs' versions, not Hydra's own --version
+        from evalrun.install import version_text
+
+        print(version_text())
+        sys.exit(0)
     try:
         args = expand_resume(args)
+        if any(a.startswith("hydra/launcher=joblib") for a in args):
+            require("hydra_plugins.hydra_joblib_launcher", "sweep", "hydra/launcher=joblib")
     except UsageError as exc:
-        _err.print(f"[red]error:[/] {exc}", highlight=False)
+        _print_error(exc)
         sys.exit(exc.exit_code)
     if args and args[0] in COMMANDS:
         try:
             sys.exit(COMMANDS[args[0]](args[1:]))
         except UsageError as exc:
-            _err.print(f"[red]error:[/] {exc}", highlight=False)
+            _print_error(exc)
             sys.exit(exc.exit_code)
     sys.argv = [sys.argv[0], *args]  # Hydra parses sys.argv itself
     sys.exit(_hydra_main())

@@ -9,14 +9,12 @@ Hydra's instantiate is the only registry.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
-CONF_DIR = Path(__file__).resolve().parent.parent / "conf"
-REPO_ROOT = CONF_DIR.parent
+from evalrun.bundled import CONF_DIR as CONF_DIR  # the packaged config tree (conf/ in git)
 
 
 # --- sandbox ---------------------------------------------------------------------------------

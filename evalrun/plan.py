@@ -19,19 +19,20 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from evalrun.agents.base import Agent
-from evalrun.config import REPO_ROOT
+from evalrun.bundled import PROBES_DIR, TASKS_DIR
 from evalrun.engine import Limits
 from evalrun.errors import UsageError
 from evalrun.gate import ThresholdProfile, build_profile
 from evalrun.judges import Judge, NoJudge, build_judge
+from evalrun.provenance import reproduction_info
 from evalrun.records import CellKey
 from evalrun.redact import redact
 from evalrun.sandbox.base import SandboxBackend
 from evalrun.tasks import Difficulty, Task, load_suite, runnable_on
 from evalrun.trackers.base import Tracker
 
-BUNDLED_TASKS = REPO_ROOT / "tasks"
-BUNDLED_PROBES = REPO_ROOT / "probes"
+BUNDLED_TASKS = TASKS_DIR
+BUNDLED_PROBES = PROBES_DIR
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,7 @@ class RunPlan:
                 for t in self.tasks
             ],
             "cells": len(self.cells),
+            "provenance": reproduction_info(self.tasks_dir),  # install kind, git shas, versions
         }
 
 
@@ -172,6 +174,8 @@ def _instantiate(node: DictConfig, group: str, **kwargs: Any) -> Any:
     try:
         return instantiate(node, **kwargs)
     except InstantiationException as exc:
+        if isinstance(exc.__cause__, UsageError):  # the component's own message, as it said it
+            raise exc.__cause__ from None
         raise UsageError(f"{group}: could not build {node.get('_target_')}: {exc}") from exc
 
 

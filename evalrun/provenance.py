@@ -1,7 +1,8 @@
 """What, beyond the resolved config and the task fingerprints, it takes to reproduce a run.
 
-The git commit (and whether the tree had uncommitted changes) of evalrun and of the tasks' repo,
-the Python version, and the versions of evalrun and the packages that shape a result. Collected
+How evalrun is installed (an installed wheel, or a source checkout and then its git commit and
+whether the tree had uncommitted changes), the git state of the tasks' repo, the Python version,
+and the versions of evalrun and the packages that shape a result. Collected
 without importing any of those packages (`importlib.metadata` reads their installed metadata),
 so it costs a few milliseconds plus two short `git` calls.
 """
@@ -14,7 +15,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from evalrun.config import REPO_ROOT
+import evalrun
 
 KEY_PACKAGES = (
     "evalrun",
@@ -64,10 +65,31 @@ def git_state(folder: Path) -> dict[str, Any] | None:
     return {"sha": head.stdout.strip(), "dirty": bool(status.stdout.strip())}
 
 
+def source_tree() -> Path | None:
+    """The source checkout evalrun is imported from (the folder holding its pyproject.toml, as in
+    an editable install); None when evalrun runs from an installed wheel."""
+    root = Path(evalrun.__file__).resolve().parent.parent
+    return root if (root / "pyproject.toml").is_file() else None
+
+
+def install_info() -> dict[str, Any]:
+    """`{"kind": "checkout" | "wheel", "path": ...}`: where the running evalrun comes from."""
+    tree = source_tree()
+    if tree is not None:
+        return {"kind": "checkout", "path": str(tree)}
+    return {"kind": "wheel", "path": str(Path(evalrun.__file__).resolve().parent)}
+
+
 def reproduction_info(tasks_dir: Path) -> dict[str, Any]:
-    """Git state of evalrun and of the tasks, Python and package versions."""
+    """How evalrun is installed, git state of evalrun (a checkout only) and of the tasks, Python
+    and package versions."""
+    tree = source_tree()
     return {
-        "git": {"evalrun": git_state(REPO_ROOT), "tasks": git_state(Path(tasks_dir))},
+        "install": install_info(),
+        "git": {
+            "evalrun": git_state(tree) if tree is not None else None,
+            "tasks": git_state(Path(tasks_dir)),
+        },
         "python": platform.python_version(),
         "packages": package_versions(),
     }

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 
 from evalrun.errors import UsageError
+from evalrun.extras import require
 from evalrun.opik_export import ExperimentExport, connect
 from evalrun.opik_link import OpikDestination, OpikLink, new_link, task_item
 from evalrun.records import SampleRecord
@@ -44,6 +45,8 @@ class OpikTracker:
         flush_timeout_s: int = 60,
         probe_timeout_s: float = 3.0,
     ):
+        # A missing SDK is a usage mistake, stopped before the run; an unreachable server is not.
+        require("opik", "opik", "tracker=opik")
         self.destination = OpikDestination(
             project=project,
             dataset=dataset or None,

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The hidden oracle. evalrun copies verify/ to the workspace root only after the agent has
+# finished and runs `bash verify.sh` there: exit 0 is PASS; otherwise the last line printed is the
+# reason. Run the agent's code as a separate process and decide here, never inside code the agent
+# could have written. Only bash, python3, git and sqlite3 are available; no network.
+#
+# For example:
+#   got=$(timeout 10 python3 app.py --total 2>&1) || { echo "FAIL: app.py crashed: ${got}"; exit 1; }
+#   [ "${got}" = "42" ] || { echo "FAIL: expected 42, got '${got}'"; exit 1; }
+#   echo PASS
+set -u
+
+echo "FAIL: verify/verify.sh is still the new-task placeholder: write this task's check"
+exit 1
