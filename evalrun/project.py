@@ -156,6 +156,6 @@ def render_info(cfg: Any, where: ConfigLocation, console: Console) -> None:
     for column in ("group", "chosen", "from", "options"):
         groups.add_column(column)
     for origin in group_origins(cfg):
-        listed = "; ".join(f"{label}: {', '.join(names)}" for label, names in origin.options.items())
+        listed = "; ".join(f"{src}: {', '.join(names)}" for src, names in origin.options.items())
         groups.add_row(origin.group, origin.chosen or "", origin.chosen_from or "", listed)
     out.print(groups)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Everything the tests need, then the tests: system packages (bubblewrap, Docker engine,
-# debootstrap, Chromium), the Python environment, a running Docker engine with the offline base
+# debootstrap, Chromium), the Python environment, the built wheel proven in a fresh virtualenv
+# outside the repository (scripts/wheel-smoke.sh), a running Docker engine with the offline base
 # image, every bundled oracle proven honest, and the whole pytest suite. Nothing is skipped:
 # EVALRUN_CI=1 turns a missing engine into a failure.
 #
@@ -23,6 +24,8 @@ if [ "${#need[@]}" -gt 0 ]; then
 fi
 
 bash scripts/bootstrap.sh
+echo "test: the built wheel, installed outside the repository, run from an empty folder"
+bash scripts/wheel-smoke.sh
 bash scripts/docker-engine.sh
 bash scripts/build-base-image.sh
 

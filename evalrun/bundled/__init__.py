@@ -28,4 +28,5 @@ TASKS_DIR = (ROOT / "tasks").resolve()
 PROBES_DIR = (ROOT / "probes").resolve()
 SCRIPTS_DIR = (ROOT / "scripts").resolve()
 
-CONF_PACKAGE = f"{__name__}.conf"  # what a project's hydra.searchpath names: pkg://evalrun.bundled.conf
+# What a project's config puts on Hydra's search path: pkg://evalrun.bundled.conf
+CONF_PACKAGE = f"{__name__}.conf"

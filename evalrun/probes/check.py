@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from evalrun.engine import Limits, run_sample
+from evalrun.extras import require
 from evalrun.probes.evidence import RecordingAgent
 from evalrun.probes.format import SCORE_PREFIX
 from evalrun.probes.replay import ReplayAgent
@@ -98,6 +99,7 @@ def report(results: list[RunCheck], console: Console) -> list[str]:
 
 def run_check(plan, console: Console) -> int:
     """`evalrun check suite=probes`: replay and report; 1 when any probe is dishonest."""
+    require("pydantic_ai", "agents", "evalrun check suite=probes (scripted runs replay through it)")
     console.print(
         f"checking {len(plan.tasks)} probes in {plan.tasks_dir} on sandbox={plan.backend.name}"
     )

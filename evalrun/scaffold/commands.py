@@ -56,9 +56,7 @@ def init_command(args: list[str], console: Console) -> int:
     return 0
 
 
-def new_task_command(
-    args: list[str], compose: Callable[..., Any], console: Console
-) -> int:
+def new_task_command(args: list[str], compose: Callable[..., Any], console: Console) -> int:
     """`evalrun new-task NAME [overrides]`: the folder goes into the suite's tasks_dir (the
     project's tasks/, or `tasks_dir=`), else ./tasks."""
     from evalrun.plan import resolve_tasks_dir
