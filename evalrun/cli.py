@@ -14,7 +14,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from evalrun.config import register_configs
+from evalrun.config import CONF_DIR, register_configs
 from evalrun.errors import UsageError
 from evalrun.extras import require
 from evalrun.project import locate_config
@@ -236,6 +236,11 @@ def _hydra_main() -> int:
 
     register_configs()
     where = locate_config()
+    flags = set(sys.argv[1:])
+    if where.project and flags & {"--help", "-h"} and not flags & {"--config-dir", "-cd"}:
+        # Hydra's --help lists config groups from its base search path, without the entries a
+        # primary config adds through hydra.searchpath: name evalrun's own folder there as well.
+        sys.argv += ["--config-dir", str(CONF_DIR)]
     app = hydra.main(
         config_path=str(where.config_dir), config_name=where.config_name, version_base="1.3"
     )(_run_job)

@@ -27,6 +27,7 @@ expect() {
 }
 
 say "building the wheel"
+rm -rf build  # setuptools never prunes build/lib: a stale file there would ship
 .venv/bin/python -m pip wheel -q --no-deps -w "${work}/dist" . >/dev/null
 wheel=$(ls "${work}"/dist/evalrun-*.whl)
 say "wheel $(basename "${wheel}"): $(du -k "${wheel}" | cut -f1) KB"

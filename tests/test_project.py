@@ -112,7 +112,10 @@ def test_info_says_where_every_option_comes_from(project: Path, monkeypatch):
     from evalrun.cli import compose_config
 
     monkeypatch.chdir(project)
-    origins = {o.group: o for o in group_origins(compose_config(["agent=my_agent"], return_hydra_config=True))}
+    origins = {
+        o.group: o
+        for o in group_origins(compose_config(["agent=my_agent"], return_hydra_config=True))
+    }
     assert (origins["agent"].chosen, origins["agent"].chosen_from) == ("my_agent", "project")
     assert (origins["sandbox"].chosen, origins["sandbox"].chosen_from) == ("local", "evalrun")
     assert origins["agent"].options["project"] == ["my_agent"]
@@ -181,3 +184,12 @@ def test_init_never_overwrites(tmp_path: Path):
     again = evalrun("init", cwd=tmp_path)
     assert again.returncode == 2
     assert "conf/evalrun.yaml" in again.stderr and "nothing was written" in again.stderr
+
+
+def test_help_in_a_project_lists_the_packaged_and_the_project_options(project: Path):
+    proc = evalrun("--help", cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    listing = proc.stdout.split("== Configuration groups ==")[1].split("== Config ==")[0]
+    groups = dict(line.split(": ", 1) for line in listing.splitlines() if ": " in line)
+    assert {"my_agent", "oracle", "coder"} <= set(groups["agent"].split(", "))
+    assert {"local", "bwrap", "docker"} <= set(groups["sandbox"].split(", "))
