@@ -35,19 +35,28 @@ def _console() -> Console:
     return console
 
 
-def compose_config(overrides: list[str], *, return_hydra_config: bool = False):
+def compose_config(
+    overrides: list[str], *, return_hydra_config: bool = False, config_name: str | None = None
+):
     """Compose the config with Hydra overrides, outside of `@hydra.main`: the project's
-    conf/evalrun.yaml in an evalrun project folder, else the packaged conf/config.yaml."""
+    conf/evalrun.yaml in an evalrun project folder, else the packaged conf/config.yaml.
+    `config_name` composes another packaged primary config instead (`online`: conf/online.yaml),
+    with a project's conf/ folder on the search path so its own group options are found."""
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
     register_configs()
     where = locate_config()
+    config_dir, name = where.config_dir, where.config_name
+    if config_name is not None:
+        config_dir, name = CONF_DIR, config_name
+        if where.project is not None:
+            overrides = [f"hydra.searchpath=[file://{where.config_dir}]", *overrides]
     try:
-        with initialize_config_dir(config_dir=str(where.config_dir), version_base="1.3"):
+        with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
             return compose(
-                config_name=where.config_name,
+                config_name=name,
                 overrides=overrides,
                 return_hydra_config=return_hydra_config,
             )
@@ -181,6 +190,15 @@ def cmd_sync(args: list[str]) -> int:
     return sync_command(args, compose_config, _console())
 
 
+def cmd_online(args: list[str]) -> int:
+    """evalrun online project=<p> [judge=...] [since=...] [limit=...] [sample_rate=...]
+    [budget_usd=...] [profile=...] | online resume=<run-dir> | online rule create|list [...]:
+    judge a live Opik project's conversations with the offline judges (conf/online.yaml)."""
+    from evalrun.opik.commands import online_command
+
+    return online_command(args, compose_config, _console())
+
+
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "check": cmd_check,
     "push": cmd_push,
@@ -196,6 +214,7 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "init": cmd_init,
     "new-task": cmd_new_task,
     "info": cmd_info,
+    "online": cmd_online,
 }
 
 _exit_codes: list[int] = []
@@ -290,7 +309,8 @@ def main(argv: list[str] | None = None) -> None:
         print(version_text())
         sys.exit(0)
     try:
-        args = expand_resume(args)
+        if not (args and args[0] in COMMANDS):  # a subcommand reads its own resume= (online)
+            args = expand_resume(args)
         if any(a.startswith("hydra/launcher=joblib") for a in args):
             require("hydra_plugins.hydra_joblib_launcher", "sweep", "hydra/launcher=joblib")
     except UsageError as exc:

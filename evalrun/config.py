@@ -223,10 +223,56 @@ class EvalConfig:
     baseline: str | None = None  # a finished run dir: profile max_drop bounds compare to it
 
 
+# --- evalrun online (conf/online.yaml): judge a live Opik project --------------------------------
+@dataclass
+class JudgePriceConf:
+    input_usd_per_mtok: float | None = None  # both set: the judge's price (else litellm's)
+    output_usd_per_mtok: float | None = None
+
+
+@dataclass
+class CriterionConf:
+    name: str = MISSING
+    task_introduction: str = MISSING
+    evaluation_criteria: str = MISSING
+
+
+@dataclass
+class OnlineConfig:
+    provider: ProviderConf = MISSING
+    tracker: TrackerConf = MISSING  # tracker.project: where evaluation traces go
+    judge: JudgeConf = MISSING
+    profile: ProfileConf = MISSING
+    project: str | None = None  # the live Opik project whose conversations are judged
+    level: str = "threads"  # threads | traces
+    since: str | None = None  # ISO date/time: only threads updated (traces started) since
+    limit: int = 200  # at most this many threads judged per run
+    sample_rate: float = 1.0  # seeded: the same threads are picked every time
+    seed: int = 0
+    budget_usd: float | None = None  # stop judging before the judge calls cost more
+    judge_price: JudgePriceConf = field(default_factory=JudgePriceConf)
+    pass_threshold: float = 0.5  # a thread passes when every judge scores at least this
+    judges: list[CriterionConf] = field(default_factory=list)
+    judges_file: str | None = None  # a YAML file with a judges: list (a task.yaml works)
+    input_key: str | None = None  # dotted path to the user text in a trace's input
+    output_key: str | None = None  # ... to the assistant text in a trace's output
+    workers: int = 4
+    max_scan: int = 10_000  # threads (traces) listed to choose from
+    max_turns: int = 1_000  # traces read per thread
+    judge_attempts: int = 2  # whole judgements tried per criterion and thread
+    retry_backoff_s: float = 2.0
+    rule_model: str | None = None  # Opik's name for the rule's model; None: judge.model
+    rule_enabled: bool = True
+    name: str = "online"
+    run_dir: str = "runs/${now:%Y%m%d-%H%M%S}-${name}"
+    baseline: str | None = None
+
+
 def register_configs() -> None:
     """Put every schema in the ConfigStore (idempotent; called before composing)."""
     cs = ConfigStore.instance()
     cs.store(name="evalrun_schema", node=EvalConfig)
+    cs.store(name="online_schema", node=OnlineConfig)
     for group, name, node in (
         ("sandbox", "local_schema", LocalSandboxConf),
         ("sandbox", "bwrap_schema", BwrapSandboxConf),

@@ -142,6 +142,7 @@ def _suite_metrics(s: Summary, k: int) -> dict[str, float | None]:
             "latency.agent.p95_s": agent.p95 if agent else None,
         }
     )
+    out.update({f"judge:{name}": judge.mean for name, judge in s.judges.items()})
     return out
 
 
@@ -179,12 +180,12 @@ def diff_runs(run_a: str | Path, run_b: str | Path) -> dict[str, Any]:
     suite_a, suite_b = _suite_metrics(a.summary, k), _suite_metrics(b.summary, k)
     metrics = {
         name: {
-            "a": suite_a[name],
-            "b": suite_b[name],
-            "delta": _delta(suite_a[name], suite_b[name]),
-            "higher_is_better": name.startswith("pass"),
+            "a": suite_a.get(name),
+            "b": suite_b.get(name),
+            "delta": _delta(suite_a.get(name), suite_b.get(name)),
+            "higher_is_better": name.startswith(("pass", "judge:")),
         }
-        for name in suite_a
+        for name in dict.fromkeys([*suite_a, *suite_b])  # a judge may be on one side only
     }
     for base, kk in dict.fromkeys([(PASS_AT, 1), (PASS_AT, k), (PASS_HAT, k)]):
         if pass_metric(base, kk) in metrics:

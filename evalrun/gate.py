@@ -32,6 +32,7 @@ tag:<tag>:pass@K                 the same over the tasks carrying <tag>
 difficulty:<d>:pass@K            ... of one difficulty
 task:<id>:pass@K                 one task (or one probe: probes are tasks to the metrics)
 error_rate                       error samples / all samples
+judge:<name>                     mean score (0-1) of the LLM judge <name> (e.g. an online run's)
 cost_per_success                 USD per passing sample
 p95_agent_s                      95th percentile of the agent phase, seconds
 ```
@@ -58,6 +59,7 @@ from evalrun.store import SUMMARY_FILE
 
 _PASS = re.compile(r"^(pass[@^])(\d+|k)$")
 _SCOPED = re.compile(r"^(tag|difficulty|task):([^:]+):(.+)$")
+_JUDGE = re.compile(r"^judge:([^:]+)$")
 LOWER_IS_BETTER = ("error_rate", "cost_per_success", "p95_agent_s")
 SECTIONS = ("floors", "ceilings", "max_drop")
 CHECKED_ON = ("estimate", "lower_ci", "upper_ci")
@@ -69,18 +71,21 @@ class MetricRef:
     """A parsed metric name: an optional scope (tag/difficulty/task + label) and a base metric."""
 
     name: str
-    base: str  # "pass@", "pass^" or one of LOWER_IS_BETTER
+    base: str  # "pass@", "pass^", "judge" or one of LOWER_IS_BETTER
     k: int | None = None  # None with a pass metric: the run's trial count (`k`)
     scope: str | None = None
     label: str | None = None
 
     @property
     def higher_is_better(self) -> bool:
-        return self.base.startswith("pass")
+        return self.base.startswith("pass") or self.base == "judge"
 
 
 def parse_metric(name: str) -> MetricRef:
     """Parse a metric name; `ValueError` saying what is expected when it is not one."""
+    judge = _JUDGE.match(name)
+    if judge:
+        return MetricRef(name, "judge", label=judge.group(1))
     scope = label = None
     base_name = name
     scoped = _SCOPED.match(name)
@@ -97,7 +102,7 @@ def parse_metric(name: str) -> MetricRef:
         return MetricRef(name, base_name)
     raise ValueError(
         f"unknown metric {name!r} (expected pass@K, pass^K - K a number or k - optionally as "
-        "tag:<tag>:, difficulty:<d>: or task:<id>:<metric>; "
+        "tag:<tag>:, difficulty:<d>: or task:<id>:<metric>; judge:<name>; "
         f"or one of {', '.join(LOWER_IS_BETTER)})"
     )
 
@@ -109,8 +114,13 @@ class NotApplicable(Exception):
 def metric_value(summary: Summary, metric: MetricRef | str) -> float | None:
     """The metric's value in `summary` (None: undefined).
 
-    Raises `NotApplicable` when its tag, difficulty or task is not in the run."""
+    Raises `NotApplicable` when its tag, difficulty, task or judge is not in the run."""
     ref = parse_metric(metric) if isinstance(metric, str) else metric
+    if ref.base == "judge":
+        judge = summary.judges.get(str(ref.label))
+        if judge is None:
+            raise NotApplicable(f"judge {ref.label!r} is not in this run")
+        return judge.mean
     if ref.base == "error_rate":
         return summary.errors / summary.samples if summary.samples else None
     if ref.base == "cost_per_success":
@@ -138,7 +148,11 @@ def metric_value(summary: Summary, metric: MetricRef | str) -> float | None:
 
 
 def metric_interval(summary: Summary, ref: MetricRef) -> Estimate | None:
-    """The 95% interval of a suite, tag or difficulty pass metric (None when it has none)."""
+    """The 95% interval of a suite, tag or difficulty pass metric, or of a judge's mean (None
+    when it has none)."""
+    if ref.base == "judge":
+        judge = summary.judges.get(str(ref.label))
+        return judge.interval if judge is not None else None
     if not ref.base.startswith("pass") or ref.scope == "task":
         return None
     k = ref.k if ref.k is not None else max(summary.ks, default=1)
@@ -246,8 +260,10 @@ def parse_bound(section: str, ref: MetricRef, raw: object) -> Bound:
         raise ValueError(f"on: expected one of {', '.join(CHECKED_ON)}, got {on!r}")
     if not isinstance(significant, bool):
         raise ValueError(f"significant: expected true or false, got {significant!r}")
-    if (on != "estimate" or significant) and not ref.base.startswith("pass"):
-        raise ValueError(f"{ref.name} has no interval or test: only pass@K / pass^K metrics do")
+    if on != "estimate" and not (ref.base.startswith("pass") or ref.base == "judge"):
+        raise ValueError(f"{ref.name} has no interval: pass@K / pass^K and judge:<name> do")
+    if significant and not ref.base.startswith("pass"):
+        raise ValueError(f"{ref.name} has no significance test: only pass@K / pass^K metrics do")
     if on != "estimate" and ref.scope == "task":
         raise ValueError("task:<id>: metrics carry no interval in summary.json; use a tag")
     return Bound(float(raw["value"]), on, significant)

@@ -176,11 +176,7 @@ class GEvalJudge:
         return None, f"judge {self.model} failed after {attempts} attempt(s): {error}"
 
     def _score(self, spec: JudgeSpec, text: str) -> tuple[float, str]:
-        result = self._metric(spec).score(output=text)
-        value = float(result.value)
-        if getattr(result, "scoring_failed", False) or not 0.0 <= value <= 1.0:
-            raise ValueError(f"judge returned no usable score ({value!r}: {result.reason})")
-        return value, str(result.reason or "")
+        return geval_score(self._metric(spec), text)
 
     def _metric(self, spec: JudgeSpec) -> Any:
         """One GEval per judge spec, built on first use (the import of litellm is slow)."""
@@ -190,9 +186,25 @@ class GEvalJudge:
             return self._metrics[spec]
 
     def _build_metric(self, spec: JudgeSpec) -> Any:
+        return self.geval(spec, self.chat_model())
+
+    def geval(self, spec: JudgeSpec, model: Any) -> Any:
+        """Opik's GEval for `spec`, calling `model` (see `chat_model`)."""
+        from opik.evaluation.metrics import GEval
+
+        return GEval(
+            task_introduction=spec.task_introduction,
+            evaluation_criteria=spec.evaluation_criteria,
+            model=model,
+            name=spec.name,
+            track=False,
+        )
+
+    def chat_model(self, model_class: type | None = None) -> Any:
+        """The LiteLLM chat model the judge calls: opik's `LiteLLMChatModel`, or `model_class`
+        (a subclass of it, e.g. one that meters cost) built with the same settings."""
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no cost-map download
         import litellm
-        from opik.evaluation.metrics import GEval
         from opik.evaluation.models import LiteLLMChatModel
 
         litellm.suppress_debug_info = True
@@ -209,14 +221,16 @@ class GEvalJudge:
         headers = {h: os.environ.get(var, "") for h, var in self.headers_env.items()}
         if headers:
             kwargs["extra_headers"] = headers
-        model = LiteLLMChatModel(model_name=self.model or "", track=False, **kwargs)
-        return GEval(
-            task_introduction=spec.task_introduction,
-            evaluation_criteria=spec.evaluation_criteria,
-            model=model,
-            name=spec.name,
-            track=False,
-        )
+        return (model_class or LiteLLMChatModel)(model_name=self.model or "", track=False, **kwargs)
+
+
+def geval_score(metric: Any, text: str) -> tuple[float, str]:
+    """(score 0-1, reason) from a GEval metric; raises when it gave no usable score."""
+    result = metric.score(output=text)
+    value = float(result.value)
+    if getattr(result, "scoring_failed", False) or not 0.0 <= value <= 1.0:
+        raise ValueError(f"judge returned no usable score ({value!r}: {result.reason})")
+    return value, str(result.reason or "")
 
 
 def _clip(text: str, limit: int) -> str:

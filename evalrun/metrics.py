@@ -6,6 +6,8 @@ Per task with n scored trials and c passes (errors are not scored):
   flaky  = 0 < c < n
 Suite and group values are macro means over the tasks for which the value is defined, each with
 its standard error and 95% interval clustered by task (`evalrun.stats`; `GroupStats.intervals`).
+Judge scores (0-1, from LLM judges) get a mean per judge with its 95% interval (the same
+`task_mean` over per-task mean scores) and the lowest-scored samples with the judge's reasons.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ PASS_AT, PASS_HAT = "pass@", "pass^"
 def pass_metric(base: str, k: int) -> str:
     """The name of a pass metric - `pass@3`, `pass^3` - as the gate, diff and reports spell it."""
     return f"{base}{k}"
+WORST_LISTED = 5  # lowest-scored samples listed per judge
 
 
 def pass_at_k(n: int, c: int, k: int) -> float | None:
@@ -116,6 +119,23 @@ class SampleError(BaseModel):
     reason: str | None
 
 
+class JudgedSample(BaseModel):
+    task_id: str
+    trial: int
+    score: float
+    reason: str
+
+
+class JudgeStats(BaseModel):
+    """One judge over the run: its mean score with a 95% interval, and its lowest scores."""
+
+    scored: int  # samples with a score
+    failed: int  # judgements that produced no score (the reason is on the sample)
+    mean: float | None  # macro mean over tasks of each task's mean score (the gate's judge:<name>)
+    interval: Estimate | None = None  # `stats.task_mean` over the per-task means
+    worst: list[JudgedSample] = Field(default_factory=list)
+
+
 class Summary(BaseModel):
     schema_version: int = 1
     run_id: str
@@ -131,6 +151,7 @@ class Summary(BaseModel):
     latency: dict[str, LatencyStats]
     cost: CostStats
     error_samples: list[SampleError] = Field(default_factory=list)
+    judges: dict[str, JudgeStats] = Field(default_factory=dict)
 
 
 def _task_stats(task_id: str, meta: dict, recs: list[AnySample], ks: list[int]) -> TaskStats:
@@ -197,6 +218,43 @@ def paired_change(
     return paired_difference([va for va, _ in pairs], [vb for _, vb in pairs])
 
 
+def judge_stats(records: Iterable[AnySample]) -> dict[str, JudgeStats]:
+    """Per judge name: the macro mean of per-task mean scores with its task-clustered interval,
+    the judgements that failed, and the lowest scores with their reasons."""
+    scored: dict[str, list[AnySample]] = defaultdict(list)
+    failed: dict[str, int] = defaultdict(int)
+    for rec in records:
+        for name, value in rec.scores.items():
+            if value is None:
+                failed[name] += 1
+            else:
+                scored[name].append(rec)
+    out = {}
+    for name in sorted(set(scored) | set(failed)):
+        recs = scored.get(name, [])
+        per_task: dict[str, list[float]] = defaultdict(list)
+        for rec in recs:
+            per_task[rec.task_id].append(float(rec.scores[name] or 0.0))
+        estimate = task_mean([sum(v) / len(v) for v in per_task.values()], trials=len(recs))
+        lowest = sorted(recs, key=lambda r: (r.scores[name] or 0.0, r.task_id, r.trial))
+        out[name] = JudgeStats(
+            scored=len(recs),
+            failed=failed.get(name, 0),
+            mean=estimate.value if estimate else None,
+            interval=estimate,
+            worst=[
+                JudgedSample(
+                    task_id=r.task_id,
+                    trial=r.trial,
+                    score=float(r.scores[name] or 0.0),
+                    reason=r.judge_reasons.get(name, ""),
+                )
+                for r in lowest[:WORST_LISTED]
+            ],
+        )
+    return out
+
+
 def summarize(
     records: Iterable[AnySample], task_meta: dict[str, dict], *, run_id: str, trials: int
 ) -> Summary:
@@ -253,4 +311,5 @@ def summarize(
             for r in all_recs
             if r.outcome is Outcome.error
         ],
+        judges=judge_stats(all_recs),
     )

@@ -117,8 +117,9 @@ class _AgentUsage(BaseModel):
 
 
 class SampleDigest(BaseModel):
-    """The fields of a SampleRecord that metrics and resume need. Parsing a line into this
-    skips trajectories and outputs, which makes reading a large run several times faster."""
+    """The fields of a SampleRecord that metrics and resume need (judge scores included).
+    Parsing a line into this skips trajectories and outputs, which makes reading a large run
+    several times faster."""
 
     task_id: str
     fingerprint: str
@@ -127,6 +128,8 @@ class SampleDigest(BaseModel):
     reason: str | None = None
     phases: Phases = Field(default_factory=Phases)
     agent: _AgentUsage = Field(default_factory=_AgentUsage)
+    scores: dict[str, float | None] = Field(default_factory=dict)
+    judge_reasons: dict[str, str] = Field(default_factory=dict)
 
     @property
     def key(self) -> CellKey:

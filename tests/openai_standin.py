@@ -6,7 +6,9 @@ non-streaming (the only mode `agent=coder` uses) - so the agent runs its real re
 the OpenAI client, its retry loop, pydantic-ai's request and response mapping.
 
 It replays a script of replies in order: tool calls, a final answer, or an HTTP error (optionally
-repeated forever, optionally with `Retry-After`). It reports token usage with each reply (cached
+repeated forever, optionally with `Retry-After`) - or, given a `responder`, asks it for each reply
+from the request itself (for callers whose requests arrive in no fixed order, e.g. judges running
+on several threads). It reports token usage with each reply (cached
 prompt tokens and a provider cost too, when asked) and records every request it received (path,
 headers, JSON body) so a test can check exactly what the agent sent and compare the recorded
 trajectory and usage with what the server said.
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -66,9 +69,12 @@ class Standin:
         script: list[Reply],
         model: str = "standin-model",
         extra: dict[str, Any] | None = None,
+        responder: Callable[[Received], Reply] | None = None,
     ):
-        """`extra`: more top-level response fields, e.g. OpenRouter's `provider`."""
+        """`extra`: more top-level response fields, e.g. OpenRouter's `provider`.
+        `responder`: computes each reply from the request instead of the script."""
         self.script = list(script)
+        self.responder = responder
         self.model = model
         self.extra = dict(extra or {})
         self.requests: list[Received] = []
@@ -100,7 +106,9 @@ class Standin:
     def _next(self, received: Received) -> Reply:
         with self._lock:
             self.requests.append(received)
-            if not self.script:
+            if self.responder is not None:
+                reply = self.responder(received)
+            elif not self.script:
                 reply = Reply(status=500, content="stand-in script exhausted")
             elif self.script[0].forever:
                 reply = self.script[0]

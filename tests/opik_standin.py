@@ -5,8 +5,9 @@ the subset of Opik's REST API (`/api/v1/private/...`) that the real opik SDK cal
 evalrun does: health ping, projects, datasets and their items (upsert by item id, NDJSON item
 stream), experiments (create, read, update with experiment scores), experiment items (create,
 NDJSON stream), traces and spans (batch and single), trace feedback scores, and the assertion
-results a test suite run writes (`opik.run_tests`; test suites are datasets). Request bodies
-may be gzipped, as the SDK sends them.
+results a test suite run writes (`opik.run_tests`; test suites are datasets) - and, for online
+evaluation (`tests/opik_standin_online.py`), threads search, traces search, thread feedback
+scores and automation rule evaluators. Request bodies may be gzipped, as the SDK sends them.
 
 It records every request (method, path, headers, decoded body) and keeps enough state to answer
 look-ups, so deduplication is tested for real: experiment items are stored append-only (a
@@ -24,10 +25,13 @@ import json
 import re
 import threading
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qsl
+
+from tests.opik_standin_online import OnlineRoutes
 
 PREFIX = "/api/"
 
@@ -39,13 +43,14 @@ class Request:
     headers: dict[str, str]
     body: Any
     raw: str  # the decoded body text (what a secret scan should read)
+    query: dict[str, str] = field(default_factory=dict)
 
 
 def _now() -> str:
     return datetime.now(UTC).isoformat().replace("+00:00", "Z")
 
 
-class OpikStandIn:
+class OpikStandIn(OnlineRoutes):
     """`with OpikStandIn() as opik:` then point the SDK at `opik.url`."""
 
     def __init__(self) -> None:
@@ -62,6 +67,7 @@ class OpikStandIn:
         self.trace_scores: list[dict[str, Any]] = []
         self.assertion_results: list[dict[str, Any]] = []
         self.down = False
+        self._init_online()
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
@@ -128,8 +134,9 @@ class OpikStandIn:
             return 200, {"version": "1.9.0"}
         if key == ("GET", "v1/private/auth/workspace"):
             return 200, {"workspace_name": "default"}
-        if key == ("POST", "v1/private/projects/retrieve"):
-            return 200, self._project(body.get("name"))
+        if key == ("POST", "v1/private/projects/retrieve"):  # Opik: 404 for an unknown name
+            found_project = self.projects.get(body.get("name") or "")
+            return (200, found_project) if found_project else (404, {"errors": ["not found"]})
         if req.method == "GET" and (m := re.fullmatch(r"v1/private/projects/([\w-]+)", req.path)):
             found = [p for p in self.projects.values() if p["id"] == m.group(1)]
             return (200, found[0]) if found else (404, {"errors": ["project not found"]})
@@ -211,13 +218,13 @@ class OpikStandIn:
             for trace in body.get("traces", [body]):
                 self.trace_writes.append(trace)
                 self.traces[trace["id"]] = trace
+                self._project(trace.get("project_name"))  # Opik creates a project on first use
             return 204, None
+        if (online := self.route_online(req, body)) is not None:
+            return online
         if key in (("POST", "v1/private/spans/batch"), ("POST", "v1/private/spans")):
             for span in body.get("spans", [body]):
                 self.spans[span["id"]] = span
-            return 204, None
-        if key == ("PUT", "v1/private/traces/feedback-scores"):
-            self.trace_scores.extend(body["scores"])
             return 204, None
         if key == ("PUT", "v1/private/assertion-results"):
             self.assertion_results.extend(body["assertion_results"])
@@ -249,10 +256,15 @@ class OpikStandIn:
                     body = json.loads(raw) if raw else None
                 except ValueError:
                     body = None
-                path = self.path.split("?", 1)[0]
+                path, _, query = self.path.partition("?")
                 path = path[len(PREFIX) :] if path.startswith(PREFIX) else path.lstrip("/")
                 req = Request(
-                    self.command, path, {k.lower(): v for k, v in self.headers.items()}, body, raw
+                    self.command,
+                    path,
+                    {k.lower(): v for k, v in self.headers.items()},
+                    body,
+                    raw,
+                    dict(parse_qsl(query)),
                 )
                 with standin._lock:
                     standin.requests.append(req)

@@ -261,9 +261,9 @@ def test_a_bad_bound_is_a_usage_error_naming_the_key(section, bound, message):
 
 
 def test_only_pass_metrics_of_a_suite_tag_or_difficulty_have_an_interval_or_a_test():
-    with pytest.raises(UsageError, match=r"error_rate has no interval or test"):
+    with pytest.raises(UsageError, match=r"error_rate has no interval"):
         ThresholdProfile("p", ceilings={"error_rate": {"value": 0.1, "on": "upper_ci"}})
-    with pytest.raises(UsageError, match=r"cost_per_success has no interval or test"):
+    with pytest.raises(UsageError, match=r"cost_per_success has no significance test"):
         ThresholdProfile("p", max_drop={"cost_per_success": {"value": 0.1, "significant": True}})
     with pytest.raises(UsageError, match=r"task:<id>: metrics carry no interval"):
         ThresholdProfile("p", floors={"task:t1:pass@1": {"value": 0.5, "on": "lower_ci"}})
@@ -359,3 +359,27 @@ def test_cli_exit_codes_and_gating_a_finished_run(make_task, tmp_path):
     assert evalrun("gate", str(good), "profile=regression", f"baseline={good}").returncode == 0
     missing = evalrun("gate", str(tmp_path / "nowhere"), "profile=regression")
     assert missing.returncode == 2 and "summary.json not found" in missing.stderr
+
+
+def test_judge_means_gate_and_a_judge_the_run_lacks_is_skipped():
+    from evalrun.gate import NotApplicable, ThresholdProfile, metric_value
+    from evalrun.metrics import summarize
+    from evalrun.records import SampleDigest
+
+    records = [
+        SampleDigest(task_id=t, fingerprint="f", trial=0, outcome="pass", scores={"tidy": s})
+        for t, s in (("a", 0.4), ("b", 0.6))
+    ]
+    summary = summarize(records, {"a": {}, "b": {}}, run_id="r", trials=1)
+    assert metric_value(summary, "judge:tidy") == pytest.approx(0.5)
+    with pytest.raises(NotApplicable):
+        metric_value(summary, "judge:other")
+    profile = ThresholdProfile("p", floors={"judge:tidy": 0.6, "judge:other": 0.9})
+    assert [b.metric for b in profile.check(summary)] == ["judge:tidy"]
+    lower = summary.judges["tidy"].interval.low
+    on_interval = ThresholdProfile("p", ceilings={"judge:tidy": {"value": 0.45, "on": "lower_ci"}})
+    assert lower < 0.45 and not on_interval.check(summary)  # the mean is above, the interval not
+    with pytest.raises(UsageError, match="judge:<name>"):
+        ThresholdProfile("p", floors={"judge:": 0.5})
+    with pytest.raises(UsageError, match="judge:tidy has no significance test"):
+        ThresholdProfile("p", max_drop={"judge:tidy": {"value": 0.1, "significant": True}})

@@ -1,0 +1,66 @@
+"""`evalrun online ...`: the subcommand's argument handling, then plain functions.
+
+```
+evalrun online project=<p> [overrides]          judge the project's threads (evalrun.opik.online)
+evalrun online resume=<run-dir> [overrides]     finish an online run that stopped
+evalrun online rule create project=<p> [...]    create or update its online judge rules
+evalrun online rule list [project=<p>]          show the rules (evalrun.opik.rules)
+```
+
+Overrides compose conf/online.yaml, like `evalrun`'s own overrides compose conf/config.yaml.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from rich.console import Console
+
+from evalrun.errors import UsageError
+
+USAGE = """usage:
+  evalrun online project=<opik-project> [judge=<option>] [since=2026-11-01] [limit=200]
+                 [sample_rate=0.1] [budget_usd=2] [level=threads|traces] [profile=<name>]
+  evalrun online resume=<run-dir> [budget_usd=...]
+  evalrun online rule create project=<opik-project> [judge=<option>] [sample_rate=0.1]
+  evalrun online rule list [project=<opik-project>]
+Settings and the bundled judge texts: conf/online.yaml; docs/opik.md, "Online evaluation"."""
+
+
+def expand_resume(args: list[str]) -> list[str]:
+    """`resume=<run-dir>` -> that run's overrides, then the new ones, then run_dir=<run-dir>."""
+    from evalrun.opik.rundir import OnlineState
+    from evalrun.store import RunStore
+
+    resumes = [a for a in args if a.startswith("resume=")]
+    if not resumes:
+        return args
+    run_dir = Path(resumes[-1].split("=", 1)[1]).expanduser()
+    if OnlineState.load(run_dir) is None:
+        raise UsageError(f"resume: {run_dir} is not an online run directory (no online.json)")
+    rest = [a for a in args if not a.startswith("resume=")]
+    return [*RunStore(run_dir).read_overrides(), *rest, f"run_dir={run_dir}"]
+
+
+def online_command(args: list[str], compose: Callable, console: Console) -> int:
+    if not args or args[0] in ("-h", "--help", "help"):
+        console.print(USAGE, highlight=False, markup=False)
+        return 0 if args else 2
+    if args[0] == "rule":
+        from evalrun.opik.rules import rule_command
+
+        return rule_command(args[1:], lambda o: compose(o, config_name="online"), console)
+    bad = [a for a in args if "=" not in a]
+    if bad:
+        raise UsageError(
+            f"online: unexpected argument {bad[0]!r} (expected key=value overrides; "
+            "see evalrun online --help)"
+        )
+    from evalrun.cli import redact_overrides
+    from evalrun.opik.online import run_online
+
+    args = expand_resume(args)
+    cfg = compose(args, config_name="online")
+    saved = redact_overrides([a for a in args if not a.startswith("run_dir=")])
+    return run_online(cfg, console, overrides=saved)
