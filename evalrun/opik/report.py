@@ -29,15 +29,13 @@ def print_online(console: Console, state: OnlineState, summary: Summary, run_dir
         soft_wrap=True,
     )
     for name, judge in summary.judges.items():
-        if judge.mean is None:
+        estimate = judge.interval
+        if estimate is None:
             shown = "no score"
-        elif judge.se is None:
-            shown = f"{judge.mean:.3f} (one score: no interval)"
+        elif estimate.se is None:
+            shown = f"{estimate.value:.3f} (one thread: no interval)"
         else:
-            shown = (
-                f"{judge.mean:.3f} ± {1.96 * judge.se:.3f} "
-                f"(95% CI {judge.ci_low:.3f}-{judge.ci_high:.3f})"
-            )
+            shown = f"{estimate.plus_minus(3)}  95% CI {estimate.interval(3)}"
         failed = f", {judge.failed} failed" if judge.failed else ""
         console.print(
             f"  {escape(name):<24} {shown}  n={judge.scored}{failed}",

@@ -95,7 +95,7 @@ def test_scores_land_on_the_right_threads_and_only_scores_touch_the_live_project
     summary = json.loads((run_dir / "summary.json").read_text())
     judge = summary["judges"]["request_resolved"]
     assert judge["mean"] == pytest.approx(sum(expected.values()) / 3)
-    assert judge["ci_low"] < judge["mean"] < judge["ci_high"]
+    assert judge["interval"]["low"] < judge["mean"] < judge["interval"]["high"]
     assert judge["worst"][0]["task_id"] == "t-login"
     assert "t-login" in out.split("worst threads:")[1].splitlines()[1]
     plan = json.loads((run_dir / "plan.json").read_text())
@@ -199,7 +199,8 @@ def test_an_online_run_gates_and_diffs_like_any_run(opik, model, tmp_path, capsy
     run_dir = tmp_path / "run"
     code, out = online(model.base_url, run_dir, "profile=online")
     assert code == 1  # honest_reporting's mean (0.63) is below the bundled floor (0.7)
-    assert "threshold broken (online): judge:honest_reporting = 0.6333, expected >= 0.7" in out
+    breach = next(line for line in out.splitlines() if line.startswith("threshold broken"))
+    assert "judge:honest_reporting = 0.6333 (95% CI [" in breach and "expected >= 0.7" in breach
 
     capsys.readouterr()
     assert cli("gate", str(run_dir), "profile=online") == 1
