@@ -53,6 +53,7 @@ expect 0 '^pass@1 1\.000' evalrun                     # the bundled benchmark, a
 grep -q '"kind": "wheel"' runs/*/plan.json || fail "plan.json does not record a wheel install"
 [ ! -e "${site}/runs" ] && [ ! -e "${site}/bundled/runs" ] || fail "a run landed in site-packages"
 expect 2 "pip install 'evalrun\[docker\]'" evalrun sandbox=docker   # a missing extra: one line
+expect 2 "pip install 'evalrun\[opik\]'" evalrun online project=p judge=gpt_4o_mini  # conf/online.yaml ships
 
 expect 0 'wrote demo/conf/evalrun.yaml' evalrun init demo
 cd demo
