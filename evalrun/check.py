@@ -10,15 +10,19 @@ dishonest - too weak, broken, or flaky - and `check` exits 1 naming it.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from evalrun.agents.base import Agent
 from evalrun.agents.noop import NoopAgent
 from evalrun.agents.oracle import OracleAgent, OverlayAgent
+from evalrun.console import styled
 from evalrun.engine import Limits, run_sample
+from evalrun.plan import CANNOT_LOAD, SkippedTask
 from evalrun.records import Outcome, SampleRecord
 from evalrun.sandbox.base import SandboxBackend
 from evalrun.tasks import Task
@@ -70,8 +74,11 @@ async def check_tasks(
     return list(await asyncio.gather(*(one(t, p) for t in tasks for p in probes_for(t))))
 
 
-def report(results: list[ProbeResult], console: Console) -> list[str]:
-    """Print the per-task table; return the ids of dishonest tasks."""
+def report(
+    results: list[ProbeResult], console: Console, skipped: Sequence[SkippedTask] = ()
+) -> list[str]:
+    """Print the per-task table (a row for each task that cannot load or cannot run here, with
+    the reason below it); return the ids of dishonest tasks."""
     by_task: dict[str, list[ProbeResult]] = {}
     for result in results:
         by_task.setdefault(result.task_id, []).append(result)
@@ -86,27 +93,34 @@ def report(results: list[ProbeResult], console: Console) -> list[str]:
         if not ok:
             dishonest.append(task_id)
         table.add_row(
-            task_id,
+            Text(task_id),
             _mark(cells["gold"]),
             _mark(cells["untouched"]),
-            f"{sum(r.honest for r in wrong)}/{len(wrong)}" if wrong else "[yellow]none[/]",
-            "[green]honest[/]" if ok else "[red]DISHONEST[/]",
+            f"{sum(r.honest for r in wrong)}/{len(wrong)}" if wrong else styled("[yellow]none[/]"),
+            styled("[green]honest[/]") if ok else styled("[red]DISHONEST[/]"),
         )
+    for task in skipped:
+        mark = styled(
+            "[red]cannot load[/]" if task.kind == CANNOT_LOAD else "[yellow]cannot run[/]"
+        )
+        table.add_row(Text(task.task_id), "", "", "", mark)
     console.print(table)
+    for task in skipped:
+        console.print(styled("[yellow]{}[/] {}:", task.task_id, task.kind), task.reason)
     for task_id in dishonest:
         for r in by_task[task_id]:
             if not r.honest:
                 console.print(
-                    f"[red]{task_id}[/] {r.probe.label}: expected {r.probe.expect.value}, "
+                    styled("[red]{}[/]", task_id),
+                    f"{r.probe.label}: expected {r.probe.expect.value}, "
                     f"got {r.record.outcome.value}: {r.record.reason or 'verify passed'}",
-                    highlight=False,
                 )
     return dishonest
 
 
-def _mark(result: ProbeResult) -> str:
+def _mark(result: ProbeResult) -> Text:
     reward = result.record.scores.get("reward")
     shown = f" (reward {reward:g})" if reward is not None else ""
     if result.honest:
-        return f"[green]ok[/]{shown}"
-    return f"[red]{result.record.outcome.value}[/]{shown}"
+        return styled("[green]ok[/]{}", shown)
+    return styled("[red]{}[/]{}", result.record.outcome.value, shown)

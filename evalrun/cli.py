@@ -12,27 +12,24 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
 
 from evalrun.config import CONF_DIR, register_configs
+from evalrun.console import make_console, styled
 from evalrun.errors import UsageError
 from evalrun.extras import require
 from evalrun.project import locate_config
 
-_err = Console(stderr=True, soft_wrap=True)
+_err = make_console(stderr=True, soft_wrap=True)
 
 
-def _print_error(exc: UsageError) -> None:
+def _print_error(exc: BaseException) -> None:
     """One line on stderr; the message is text, not markup (`pip install 'evalrun[docker]'`)."""
-    _err.print(f"[red]error:[/] {escape(str(exc))}", highlight=False)
+    _err.print(styled("[red]error:[/]"), str(exc))
 
 
 def _console() -> Console:
-    """Rich console for reports; wide enough for the task table when output is not a terminal."""
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=max(console.width, 140))
-    return console
+    """The console for reports; wide enough for the task table when output is not a terminal."""
+    return make_console(wide=True)
 
 
 def compose_config(
@@ -65,12 +62,18 @@ def compose_config(
 
 
 def cmd_check(args: list[str]) -> int:
-    """evalrun check [overrides]: gold must pass; untouched and wrong/* must fail."""
+    """evalrun check [--strict] [overrides]: gold must pass; untouched and wrong/* must fail.
+
+    Exit 1 when an oracle is dishonest, else 4 when a task folder cannot be loaded, else 0.
+    `--strict` (= strict_formats=true) refuses keys a foreign format's runner would ignore.
+    """
     import asyncio
 
     from evalrun.check import check_tasks, report
-    from evalrun.plan import build
+    from evalrun.plan import EXIT_UNLOADABLE, build
 
+    if "--strict" in args:
+        args = [a for a in args if a != "--strict"] + ["strict_formats=true"]
     plan = build(compose_config(args))
     plan.backend.preflight()
     console = _console()
@@ -84,11 +87,22 @@ def cmd_check(args: list[str]) -> int:
     results = asyncio.run(
         check_tasks(list(plan.tasks), plan.backend, plan.limits, plan.concurrency)
     )
-    dishonest = report(results, console)
+    dishonest = report(results, console, plan.skipped)
     if dishonest:
-        console.print(f"[red]{len(dishonest)} dishonest oracle(s):[/] {', '.join(dishonest)}")
+        console.print(
+            styled("[red]{} dishonest oracle(s):[/]", len(dishonest)), ", ".join(dishonest)
+        )
         return 1
-    console.print(f"[green]all {len(plan.tasks)} oracles honest[/]")
+    if plan.unloadable:
+        console.print(
+            styled(
+                "[yellow]{} oracles honest; {} task folders cannot load[/]",
+                len(plan.tasks),
+                len(plan.unloadable),
+            )
+        )
+        return EXIT_UNLOADABLE
+    console.print(styled("[green]all {} oracles honest[/]", len(plan.tasks)))
     return 0
 
 
@@ -100,7 +114,7 @@ def cmd_ls(args: list[str]) -> int:
 
 
 def cmd_show(args: list[str]) -> int:
-    """evalrun show <run-dir>: print a finished run's terminal report again."""
+    """evalrun show <run-dir> [task-id]: a run's terminal report again, or one task's view."""
     from evalrun.report.commands import show
 
     return show(args, _console())

@@ -35,6 +35,7 @@ class BwrapSandboxConf(SandboxConf):
     memory_mb: int | None = 8192  # RLIMIT_AS per process; null: no limit
     max_processes: int | None = 512  # RLIMIT_NPROC for the sample; null: no limit
     extra_ro_paths: list[str] = field(default_factory=list)  # more host paths, read-only
+    network: str = "none"  # none | host (share the host's network with tasks that need it)
 
 
 @dataclass
@@ -217,6 +218,7 @@ class EvalConfig:
     concurrency: int = 4
     max_retries: int = 2
     reward_threshold: float = 1.0  # reward-based tasks (Harbor format) pass at reward >= this
+    strict_formats: bool = False  # a key a foreign format's runner ignores: an error, not a warning
     timeouts: TimeoutsConf = field(default_factory=TimeoutsConf)
     keep_workspaces: bool = False
     dry_run: bool = False

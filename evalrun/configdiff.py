@@ -16,6 +16,7 @@ NOT_RESULT_RELEVANT = (
     "name",
     "profile",
     "baseline",
+    "strict_formats",  # decides which folders load, never what a loaded task's sample does
 )
 
 

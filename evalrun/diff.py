@@ -38,8 +38,10 @@ from typing import Any
 import yaml
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from evalrun.configdiff import NOT_RESULT_RELEVANT, diff
+from evalrun.console import styled
 from evalrun.errors import UsageError
 from evalrun.gate import read_summary
 from evalrun.metrics import PASS_AT, PASS_HAT, Summary, TaskStats, paired_change, pass_metric
@@ -226,19 +228,20 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def _fmt_delta(name: str, delta: float | None, higher_is_better: bool) -> str:
+def _fmt_delta(name: str, delta: float | None, higher_is_better: bool) -> str | Text:
     if delta is None:
         return "-"
     if delta == 0:
         return "0"
     better = (delta > 0) == higher_is_better
-    colour = "green" if better else "red"
-    return f"[{colour}]{delta:+.4g}[/]"
+    return styled("[green]{}[/]" if better else "[red]{}[/]", f"{delta:+.4g}")
 
 
 def render(result: dict[str, Any], console: Console) -> None:
     """Print the comparison: config, task set, suite metrics, then the tasks that moved."""
-    console.print(f"[bold]a[/] {result['a']['label']}\n[bold]b[/] {result['b']['label']}")
+    console.print(
+        styled("[bold]a[/] {}\n[bold]b[/] {}", result["a"]["label"], result["b"]["label"])
+    )
     config = result["config"]
     quiet = set(result["config_not_result_relevant"])
     if any(config[p] for p in ("changed", "added", "removed")):
@@ -248,9 +251,9 @@ def render(result: dict[str, Any], console: Console) -> None:
         for key, pair in config["changed"].items():
             table.add_row(_key(key, quiet), _fmt(pair["a"]), _fmt(pair["b"]))
         for key, value in config["added"].items():
-            table.add_row(_key(key, quiet), "[dim](absent)[/]", _fmt(value))
+            table.add_row(_key(key, quiet), styled("[dim](absent)[/]"), _fmt(value))
         for key, value in config["removed"].items():
-            table.add_row(_key(key, quiet), _fmt(value), "[dim](absent)[/]")
+            table.add_row(_key(key, quiet), _fmt(value), styled("[dim](absent)[/]"))
         console.print(table)
     else:
         console.print("config: identical")
@@ -260,9 +263,8 @@ def render(result: dict[str, Any], console: Console) -> None:
             console.print(f"tasks {label}: {', '.join(ids)}", highlight=False)
     if tasks["changed"]:
         console.print(
-            f"[yellow]tasks whose content changed (fingerprint differs):[/] "
-            f"{', '.join(tasks['changed'])}",
-            highlight=False,
+            styled("[yellow]tasks whose content changed (fingerprint differs):[/]"),
+            ", ".join(tasks["changed"]),
         )
     table = Table(title="Suite", header_style="bold")
     for column in ("metric", "a", "b", "Δ", "paired Δ over shared tasks [95% CI]", "p"):
@@ -281,7 +283,9 @@ def render(result: dict[str, Any], console: Console) -> None:
         table.add_column(column)
     for row in moved:
         a, b = row["a"], row["b"]
-        name = row["task_id"] + (" [yellow](changed)[/]" if row["fingerprint_changed"] else "")
+        name = styled(
+            "{} [yellow](changed)[/]" if row["fingerprint_changed"] else "{}", row["task_id"]
+        )
         table.add_row(
             name,
             f"{a['passes']}/{a['n']}",
@@ -292,7 +296,7 @@ def render(result: dict[str, Any], console: Console) -> None:
     console.print(table)
 
 
-def _paired_cells(entry: dict[str, Any]) -> tuple[str, str]:
+def _paired_cells(entry: dict[str, Any]) -> tuple[str | Text, str | Text]:
     paired = entry.get("paired")
     if not paired or "mean_delta" not in paired:
         return "", ""
@@ -300,12 +304,11 @@ def _paired_cells(entry: dict[str, Any]) -> tuple[str, str]:
     if paired.get("ci95"):
         low, high = paired["ci95"]
         shown += f" [{low:+.3f}, {high:+.3f}]"
-    mark = "[bold]" if paired["significant"] else ""
-    return shown, f"{mark}{paired['p']:.3g}" + ("[/]" if mark else "")
+    return shown, styled("[bold]{}[/]" if paired["significant"] else "{}", f"{paired['p']:.3g}")
 
 
-def _key(key: str, quiet: set[str]) -> str:
-    return f"{key} [dim](does not affect results)[/]" if key in quiet else key
+def _key(key: str, quiet: set[str]) -> Text:
+    return styled("{} [dim](does not affect results)[/]" if key in quiet else "{}", key)
 
 
 def diff_command(args: list[str], console: Console) -> int:

@@ -1,7 +1,8 @@
 """Run a plan's cells: each in a fresh sandbox, bounded concurrency, one record per cell.
 
-A sample's life: open a sandbox -> the task's format prepares the workspace -> agent.run ->
-grade (the format's hidden verifier) -> close.
+A sample's life: open a sandbox (as the task's format asks: `SandboxSpec`) -> the format
+prepares the workspace -> agent.run -> grade (the format's hidden verifier) -> close; a
+multi-step task takes one agent turn and one grading per step in the same sandbox (`turns`).
 Nothing one sample does can abort the run: an agent crash or timeout is recorded and the sample
 is still graded; a harness failure is an `error` outcome, retried with backoff, then recorded.
 """
@@ -15,16 +16,16 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
-from evalrun.agents.base import Agent, tracking_progress
+from evalrun.agents.base import Agent
 from evalrun.errors import SandboxError
-from evalrun.formats.base import ImageBackend, SetupFailed
-from evalrun.grading import grade
+from evalrun.formats.base import SetupFailed
 from evalrun.records import AgentResult, CellKey, Outcome, Phases, SampleRecord
 from evalrun.sandbox.base import Sandbox, SandboxBackend
 from evalrun.sandbox.output import tail_text
 from evalrun.tasks import Task
+from evalrun.turns import take_steps, take_turn
 
 if TYPE_CHECKING:
     from evalrun.judges import Judge
@@ -48,25 +49,11 @@ LogSink = Callable[[CellKey, str, str], None]
 
 
 def _open(backend: SandboxBackend, task: Task, label: str) -> AbstractAsyncContextManager[Sandbox]:
-    """A fresh sandbox for one sample, in the task's own image when its format needs one.
-
-    Planning (`evalrun.tasks.runnable_on`) only lets image tasks through to backends that offer
-    `open_in_image`.
-    """
-    if task.format.image is None:
-        return backend.open(label)
-    return cast(ImageBackend, backend).open_in_image(label, task.format.image)
-
-
-async def _run_agent(
-    agent: Agent, task: Task, box: Sandbox, timeout_s: float
-) -> tuple[AgentResult, bool]:
-    with tracking_progress() as so_far:
-        try:
-            return await asyncio.wait_for(agent.run(task, box), timeout_s), False
-        except TimeoutError:  # keep whatever the agent reported doing (and spending) so far
-            error = f"agent timed out after {timeout_s:g}s"
-            return so_far.model_copy(update={"error": error}), True
+    """A fresh sandbox for one sample, as the task's format asks (its own image, workspace path,
+    network, limits). Planning (`evalrun.tasks.runnable_on`) only lets a task through to a
+    backend that can host what it asks."""
+    spec = task.format.sandbox_spec
+    return backend.open(label) if spec.is_default else backend.open(label, spec)
 
 
 async def attempt_sample(
@@ -113,24 +100,39 @@ async def attempt_sample(
             if log and setup_log:
                 log(key, "setup.log", setup_log)
 
-            clock = time.monotonic()
-            agent_timeout = task.spec.agent_timeout_s or limits.agent_s
-            try:
-                result, agent_timed_out = await _run_agent(agent, task, box, agent_timeout)
-            except SandboxError:
-                raise
-            except Exception as exc:  # the agent crashed: record it, still grade
-                result, agent_timed_out = AgentResult(error=f"{type(exc).__name__}: {exc}"), False
-            phases.agent = time.monotonic() - clock
+            plan = task.format.step_plan
+            if plan is None:
+                turn = await take_turn(task, agent, box, limits.agent_s, limits.verify_s)
+            else:
+                try:
+                    turn = await take_steps(
+                        task,
+                        plan,
+                        agent,
+                        box,
+                        setup_s=limits.setup_s,
+                        agent_s=limits.agent_s,
+                        verify_s=limits.verify_s,
+                    )
+                except SetupFailed as exc:
+                    return record(
+                        Outcome.error,
+                        reason=str(exc),
+                        timed_out_phase="setup" if exc.timed_out else None,
+                    )
+                phases.setup = (phases.setup or 0.0) + turn.setup_s
+                if log and turn.setup_log:
+                    log(key, "setup.log", setup_log + turn.setup_log)
+            result, verdict = turn.result, turn.verdict
+            phases.agent = turn.agent_s
             if log:
                 log(key, "agent.log", _agent_log(result))
             fields["agent"] = result.model_copy(
                 update={"output": tail_text(result.output, AGENT_OUTPUT_CHARS)}
             )
-            if agent_timed_out:
+            if turn.agent_timed_out:
                 fields["timed_out_phase"] = "agent"
 
-            verdict = await grade(task, box, result.output, limits.verify_s)
             phases.verify = verdict.duration_s
             if log:
                 log(key, "verify.log", verdict.output)

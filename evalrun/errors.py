@@ -23,6 +23,7 @@ class TaskFormatError(UsageError):
     def __init__(self, path: Path | str, message: str, field: str | None = None):
         self.path = Path(path)
         self.field = field
+        self.reason = message
         where = f"{self.path}" + (f": field '{field}'" if field else "")
         super().__init__(f"{where}: {message}")
 

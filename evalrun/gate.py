@@ -52,6 +52,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from evalrun.console import styled
 from evalrun.errors import UsageError
 from evalrun.metrics import GroupStats, Summary, TaskStats, paired_change
 from evalrun.stats import ALPHA, Estimate, fisher_exact
@@ -455,19 +456,21 @@ def print_verdict(profile: ThresholdProfile, summary: Summary, console) -> int:
     breaches = profile.check(summary)
     checked, notes = profile.coverage(summary)
     for note in notes:
-        console.print(f"[dim]gate ({profile.name}): {note}[/]", highlight=False, soft_wrap=True)
+        console.print(styled("[dim]gate ({}): {}[/]", profile.name, note), soft_wrap=True)
     for breach in profile.excused(summary):
         console.print(
-            f"[yellow]gate ({profile.name}): drop beyond its bound, not failed:[/] {breach}",
-            highlight=False,
+            styled("[yellow]gate ({}): drop beyond its bound, not failed:[/]", profile.name),
+            str(breach),
             soft_wrap=True,
         )
     for breach in breaches:
         console.print(
-            f"[red]threshold broken ({profile.name}):[/] {breach}", highlight=False, soft_wrap=True
+            styled("[red]threshold broken ({}):[/]", profile.name), str(breach), soft_wrap=True
         )
     if checked and not breaches:
-        console.print(f"[green]gate ({profile.name}): all {checked} checked thresholds hold[/]")
+        console.print(
+            styled("[green]gate ({}): all {} checked thresholds hold[/]", profile.name, checked)
+        )
     return 1 if breaches else 0
 
 

@@ -8,7 +8,9 @@ backend's local base image (`evalrun-base:bookworm` by default), the build runs 
 mode, bytes) and the base image's id: an unchanged task on an unchanged base is never rebuilt,
 not even across runs. A Dockerfile whose RUN steps need the network fails to build; the build
 log's tail is the sample's `error` reason. `.dockerignore` is not applied (the whole
-environment/ folder is the context).
+environment/ folder is the context). A task's prebuilt image (`docker_image`, no Dockerfile)
+is used when the engine has it, else pulled; when it can be neither, planning skips the task
+with the reason (`TaskImages.unavailable`).
 
 The docker backend uses this through `TaskImages` (see `DockerBackend.open_in_image`):
 
@@ -30,8 +32,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from evalrun.errors import SandboxError
-from evalrun.formats.base import TaskImage
+from evalrun.errors import SandboxError, SandboxUnavailable
+from evalrun.sandbox.base import TaskImage
 
 TAG_REPOSITORY = "evalrun-task"
 _FROM = re.compile(
@@ -103,13 +105,11 @@ def ensure_image(client: Any, image: TaskImage, base_image: str) -> str:
 
     if image.context_dir is None:
         assert image.prebuilt is not None
-        try:
-            client.images.get(image.prebuilt)
-        except docker.errors.ImageNotFound as exc:
+        problem = prebuilt_problem(client, image.prebuilt)
+        if problem:
             raise SandboxError(
-                f"task {image.task_id} needs the image {image.prebuilt!r}, which is not in the "
-                "local Docker engine and cannot be pulled offline; load it with `docker load`"
-            ) from exc
+                f"task {image.task_id} needs the image {image.prebuilt!r}: {problem}"
+            )
         return image.prebuilt
     try:
         base_id = client.images.get(base_image).id
@@ -148,6 +148,26 @@ def ensure_image(client: Any, image: TaskImage, base_image: str) -> str:
     return tag
 
 
+def prebuilt_problem(client: Any, name: str) -> str | None:
+    """None when the engine has image `name` or can pull it now; else why it cannot be had."""
+    import docker
+
+    try:
+        client.images.get(name)
+        return None
+    except docker.errors.ImageNotFound:
+        pass
+    try:
+        client.images.pull(name)
+        return None
+    except docker.errors.DockerException as exc:
+        detail = (getattr(exc, "explanation", None) or str(exc) or type(exc).__name__).strip()
+        return (
+            f"not in the local Docker engine and it could not be pulled ({detail}); "
+            "load it with `docker load`"
+        )
+
+
 class TaskImages:
     """Resolves task images for one backend: each built at most once per process, even when many
     samples of the task start at the same time; a failed build is remembered, not retried."""
@@ -157,6 +177,28 @@ class TaskImages:
         self.base_image = base_image
         self._done: dict[TaskImage, str | SandboxError] = {}
         self._locks: dict[TaskImage, asyncio.Lock] = {}
+        self._prebuilt: dict[str, str | None] = {}
+
+    def unavailable(self, image: TaskImage) -> str | None:
+        """Why a task's prebuilt image cannot be had (None: present, pulled, or no engine to ask -
+        the backend's preflight says so). Blocking; asked once per image."""
+        assert image.prebuilt is not None
+        if image.prebuilt not in self._prebuilt:
+            try:
+                client = self._client()
+            except (SandboxError, SandboxUnavailable):
+                return None
+            import docker
+
+            try:
+                client.ping()
+            except docker.errors.DockerException:
+                return None
+            problem = prebuilt_problem(client, image.prebuilt)
+            self._prebuilt[image.prebuilt] = (
+                None if problem is None else f"needs the image {image.prebuilt!r}: {problem}"
+            )
+        return self._prebuilt[image.prebuilt]
 
     async def resolve(self, image: TaskImage) -> str:
         lock = self._locks.setdefault(image, asyncio.Lock())

@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 from rich.console import Console
 
+from evalrun.console import styled
 from evalrun.errors import TaskFormatError, UsageError
 from evalrun.metrics import Summary, summarize
 from evalrun.opik_export import ExperimentExport, connect, upsert_dataset
@@ -224,7 +225,7 @@ def push_command(args: list[str], compose: Callable[[list[str]], Any], console: 
         highlight=False,
     )
     if result.problem:
-        console.print(f"[yellow]opik:[/] {result.problem}; push again to retry", highlight=False)
+        console.print(styled("[yellow]opik:[/]"), f"{result.problem}; push again to retry")
         return 1
     return 0
 
@@ -235,14 +236,16 @@ def sync_command(args: list[str], compose: Callable[[list[str]], Any], console: 
     With neither `suite=` nor `tasks_dir=` (nor one `tracker.dataset=` for everything), both
     bundled suites are synced: the tasks and the behaviour probes, one dataset each.
     """
-    from evalrun.plan import load_for_suite
+    from evalrun.plan import load_for_suite, refuse_unloadable, say_loading
 
     cfg = compose(["tracker=opik", *args])
     chosen = any(a.startswith(("suite=", "tasks_dir=", "tracker.dataset=")) for a in args)
     dest = destination(cfg.tracker)
     for suite in [cfg.suite] if chosen else ["tasks", "probes"]:
-        suite_dir, tasks = load_for_suite(suite, cfg.tasks_dir, cfg.reward_threshold)
-        result = sync(suite_dir, tasks, dest)
+        loaded = load_for_suite(suite, cfg.tasks_dir, cfg.reward_threshold, cfg.strict_formats)
+        say_loading(loaded.warnings, refuse_unloadable(loaded, []))
+        suite_dir = loaded.tasks_dir
+        result = sync(suite_dir, loaded.tasks, dest)
         console.print(
             f"synced {result.tasks} {suite} from {suite_dir} to Opik dataset {result.dataset} "
             f"in project {result.project} (unchanged items are not sent again)",

@@ -3,11 +3,17 @@
 The plan holds the selected tasks (each with its fingerprint), the cells (task x trial), the
 redacted resolved config, the limits, and the instantiated components. Nothing after planning
 reads the raw config. A bad selection or a bad component is a `UsageError` here.
+
+A task folder that cannot load, or a task the sandbox cannot host, does not stop the run: it is
+a `SkippedTask` (reported now, kept in plan.json and listed again when the run ends), unless it
+was named in `ids=` - then it is a `UsageError`. What the loaders want said (keys a foreign
+format's runner ignores) is printed once, here.
 """
 
 from __future__ import annotations
 
 import difflib
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,9 +23,11 @@ from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
+from rich.console import Console
 
 from evalrun.agents.base import Agent
 from evalrun.bundled import PROBES_DIR, TASKS_DIR
+from evalrun.console import make_console, styled
 from evalrun.engine import Limits
 from evalrun.errors import UsageError
 from evalrun.gate import ThresholdProfile, build_profile
@@ -28,11 +36,27 @@ from evalrun.provenance import reproduction_info
 from evalrun.records import CellKey
 from evalrun.redact import redact
 from evalrun.sandbox.base import SandboxBackend
-from evalrun.tasks import Difficulty, Task, load_suite, runnable_on
+from evalrun.tasks import Difficulty, Suite, Task, runnable_on, scan_suite
 from evalrun.trackers.base import Tracker
 
 BUNDLED_TASKS = TASKS_DIR
 BUNDLED_PROBES = PROBES_DIR
+CANNOT_LOAD = "cannot load"
+CANNOT_RUN = "cannot run"
+EXIT_UNLOADABLE = 4  # the run finished, but task folders of the suite could not be loaded
+
+
+@dataclass(frozen=True)
+class SkippedTask:
+    """A task of the suite that does not run: `kind` is `cannot load` (its folder is broken) or
+    `cannot run` (the sandbox cannot host it); `reason` names the file/key or what is missing."""
+
+    task_id: str
+    kind: str
+    reason: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"id": self.task_id, "kind": self.kind, "reason": self.reason}
 
 
 @dataclass(frozen=True)
@@ -52,6 +76,12 @@ class RunPlan:
     profile: ThresholdProfile = field(repr=False)
     judge: Judge = field(repr=False, default_factory=NoJudge)
     suite: str = "tasks"  # or "probes"
+    skipped: tuple[SkippedTask, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def unloadable(self) -> list[SkippedTask]:
+        return [s for s in self.skipped if s.kind == CANNOT_LOAD]
 
     @property
     def cells(self) -> list[tuple[Task, int]]:
@@ -81,12 +111,20 @@ class RunPlan:
                     "fingerprint": t.fingerprint,
                     "difficulty": t.spec.difficulty.value,
                     "tags": list(t.spec.tags),
+                    "format": t.format.name,
+                    **({"fields": kept_fields(t)} if t.format.kept_fields else {}),
                 }
                 for t in self.tasks
             ],
             "cells": len(self.cells),
             "provenance": reproduction_info(self.tasks_dir),  # install kind, git shas, versions
+            "skipped": [s.to_json() for s in self.skipped],
         }
+
+
+def kept_fields(task: Task) -> dict[str, Any]:
+    """What the task's file says that evalrun does not use, secrets masked, as JSON values."""
+    return json.loads(json.dumps(redact(dict(task.format.kept_fields)), default=str))
 
 
 def cell_key(task: Task, trial: int) -> CellKey:
@@ -146,19 +184,34 @@ def resolve_tasks_dir(value: str | None) -> Path:
 
 
 def load_for_suite(
-    suite: str, tasks_dir: str | None, reward_threshold: float
-) -> tuple[Path, list[Task]]:
+    suite: str, tasks_dir: str | None, reward_threshold: float, strict: bool = False
+) -> Suite:
     """`suite=tasks`: task folders (default: the bundled benchmark); `suite=probes`: behaviour
     probe folders (default: the bundled probes/). `tasks_dir` points either at another folder."""
     if suite == "probes":
         from evalrun.probes.format import load_probes
 
         folder = resolve_tasks_dir(tasks_dir) if tasks_dir else BUNDLED_PROBES
-        return folder, load_probes(folder)
+        return Suite(folder, load_probes(folder))
     if suite != "tasks":
         raise UsageError(f"suite: expected tasks or probes, got {suite!r}")
     folder = resolve_tasks_dir(tasks_dir)
-    return folder, load_suite(folder, reward_threshold=reward_threshold)
+    return scan_suite(folder, reward_threshold=reward_threshold, strict=strict)
+
+
+def refuse_unloadable(suite: Suite, ids: list[str]) -> list[SkippedTask]:
+    """The suite's broken folders as skipped tasks; a `UsageError` when one is named in `ids`
+    or when nothing at all could load."""
+    broken = {u.task_id: u for u in suite.unloadable}
+    named = [broken[i].describe() for i in ids if i in broken]
+    if named:
+        raise UsageError(
+            "ids: cannot load what was asked for:\n" + "\n".join(f"  {n}" for n in named)
+        )
+    if broken and not suite.tasks:
+        lines = "\n".join(f"  {u.describe()}" for u in suite.unloadable)
+        raise UsageError(f"no task in {suite.tasks_dir} could be loaded:\n{lines}")
+    return [SkippedTask(u.task_id, CANNOT_LOAD, u.describe()) for u in suite.unloadable]
 
 
 def agent_for_suite(suite: str, agent: Agent) -> Agent:
@@ -189,11 +242,12 @@ def build(cfg: DictConfig) -> RunPlan:
         raise UsageError(f"trials: expected a positive number, got {cfg.trials}")
     if cfg.concurrency < 1:
         raise UsageError(f"concurrency: expected a positive number, got {cfg.concurrency}")
-    tasks_dir, suite_tasks = load_for_suite(cfg.suite, cfg.tasks_dir, cfg.reward_threshold)
+    suite = load_for_suite(cfg.suite, cfg.tasks_dir, cfg.reward_threshold, cfg.strict_formats)
     ids = as_list(cfg.ids, "ids")
+    skipped = refuse_unloadable(suite, ids)
     backend = _instantiate(cfg.sandbox, "sandbox", keep_workspaces=cfg.keep_workspaces)
     chosen = select(
-        suite_tasks,
+        suite.tasks,
         tags=as_list(cfg.tags, "tags"),
         difficulty=as_list(cfg.difficulty, "difficulty"),
         ids=ids,
@@ -201,21 +255,17 @@ def build(cfg: DictConfig) -> RunPlan:
     )
     # A task the backend cannot host (e.g. one needing its own image off docker) is skipped
     # with its reason, or refused when named in ids; the limit applies to what can run.
-    tasks, skipped = runnable_on(chosen, backend, explicit=bool(ids))
+    tasks, unrunnable = runnable_on(chosen, backend, explicit=bool(ids))
+    skipped += [SkippedTask(task_id, CANNOT_RUN, reason) for task_id, reason in unrunnable]
     if cfg.limit is not None:
         tasks = select(tasks, tags=[], difficulty=[], ids=[], limit=cfg.limit)
-    if skipped:
-        from rich.console import Console
-
-        console = Console(stderr=True, soft_wrap=True)
-        for task_id, reason in skipped:
-            console.print(f"[yellow]skipped[/] {task_id}: {reason}", highlight=False)
+    say_loading(suite.warnings, skipped)
     assert isinstance(resolved, dict)
     run_dir = Path(cfg.run_dir)
     plan = RunPlan(
         run_id=run_dir.name,
         run_dir=run_dir,
-        tasks_dir=tasks_dir,
+        tasks_dir=suite.tasks_dir,
         config=redact(resolved),
         tasks=tuple(tasks),
         trials=cfg.trials,
@@ -233,9 +283,38 @@ def build(cfg: DictConfig) -> RunPlan:
         profile=build_profile(cfg.profile, cfg.baseline),
         judge=build_judge(cfg.judge),
         suite=cfg.suite,
+        skipped=tuple(skipped),
+        warnings=tuple(suite.warnings),
     )
     warn_if_not_isolated(plan.backend, plan.agent)
     return plan
+
+
+def say_skipped(skipped: Sequence[SkippedTask], console: Console) -> None:
+    """The tasks that did not run and why (the end of a run lists them again)."""
+    if skipped:
+        console.print(styled("[yellow]{} tasks of the suite did not run:[/]", len(skipped)))
+    for task in skipped:
+        console.print(f"  {task.task_id} ({task.kind}): {task.reason}")
+
+
+def say_loading(warnings: list[str], skipped: list[SkippedTask]) -> None:
+    """On stderr, once per run: the loaders' warnings, then every task that will not run."""
+    if not warnings and not skipped:
+        return
+    console = make_console(stderr=True, soft_wrap=True)
+    if warnings:
+        console.print(
+            styled(
+                "[yellow]warning:[/] {} task file keys that their format's runner ignores "
+                "(kept, not used; strict_formats=true makes them errors):",
+                len(warnings),
+            )
+        )
+        for warning in warnings:
+            console.print(f"  {warning}")
+    for task in skipped:
+        console.print(styled("[yellow]skipped[/] {} ({}):", task.task_id, task.kind), task.reason)
 
 
 TRUSTED_AGENTS = frozenset({"oracle", "noop"})
@@ -248,11 +327,9 @@ def warn_if_not_isolated(backend: SandboxBackend, agent: Agent) -> None:
     if backend.isolated or agent.name in TRUSTED_AGENTS or _warned_not_isolated:
         return
     _warned_not_isolated = True
-    from rich.console import Console
-
-    Console(stderr=True).print(
-        f"[yellow]warning:[/] sandbox={backend.name} isolates nothing: agent {agent.name!r} can "
+    make_console(stderr=True).print(
+        styled("[yellow]warning:[/]"),
+        f"sandbox={backend.name} isolates nothing: agent {agent.name!r} can "
         "read and write the whole host, including the tasks' hidden verify/ and solution/ "
         "folders and your home. Use sandbox=bwrap or sandbox=docker for agents you do not trust.",
-        highlight=False,
     )

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from rich.console import Console
 from rich.table import Table
 
+from evalrun.console import styled
 from evalrun.errors import UsageError
 from evalrun.metrics import Summary
 from evalrun.stats import (
@@ -164,18 +165,22 @@ def report(
             f"{k}{mark}",
             f"±{half_width(variance, tasks, k):.2f}",
             str(tasks_for_half_width(variance, options.width, k)),
-            str(detect) + (" [yellow]> suite[/]" if detect > tasks else ""),
+            styled("{} [yellow]> suite[/]" if detect > tasks else "{}", detect),
             str(detect * k),
         )
     console.print(table)
     if variance.icc >= 0.5:
         console.print(
-            "[dim]Most of the variance lies between tasks: more tasks buy far more precision "
-            "than more trials of the same tasks.[/]"
+            styled(
+                "[dim]Most of the variance lies between tasks: more tasks buy far more precision "
+                "than more trials of the same tasks.[/]"
+            )
         )
     console.print(
-        "[dim]The significance test (`evalrun diff`, `significant: true` drops) needs at least 6 "
-        "tasks that changed before any p can fall below 0.05.[/]"
+        styled(
+            "[dim]The significance test (`evalrun diff`, `significant: true` drops) needs at "
+            "least 6 tasks that changed before any p can fall below 0.05.[/]"
+        )
     )
 
 

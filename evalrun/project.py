@@ -30,6 +30,7 @@ from rich.console import Console
 from rich.table import Table
 
 from evalrun.bundled import CONF_DIR
+from evalrun.console import make_console
 
 PROJECT_CONF_DIR = "conf"
 PROJECT_CONFIG_NAME = "evalrun"  # conf/evalrun.yaml marks a folder as an evalrun project
@@ -135,7 +136,7 @@ def render_info(cfg: Any, where: ConfigLocation, console: Console) -> None:
     from evalrun.install import version_text
     from evalrun.plan import resolve_tasks_dir
 
-    out = Console(width=max(console.width, 120)) if not console.is_terminal else console
+    out = make_console(width=max(console.width, 120)) if not console.is_terminal else console
     out.print(version_text().splitlines()[0], highlight=False, markup=False)
     if where.project is None:
         out.print("project      none here (conf/evalrun.yaml): evalrun's packaged config alone;")

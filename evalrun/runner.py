@@ -15,11 +15,12 @@ from omegaconf import DictConfig
 from rich.console import Console
 
 from evalrun.configdiff import NOT_RESULT_RELEVANT, diff
+from evalrun.console import make_console, styled
 from evalrun.engine import execute
 from evalrun.errors import UsageError
 from evalrun.gate import print_verdict
 from evalrun.metrics import Summary, summarize
-from evalrun.plan import RunPlan, build, cell_key
+from evalrun.plan import EXIT_UNLOADABLE, RunPlan, build, cell_key, say_skipped
 from evalrun.progress import RunProgress
 from evalrun.records import SampleRecord
 from evalrun.report.files import write_reports
@@ -78,14 +79,16 @@ def resume_command(run_dir: Path) -> str:
 
 
 def run(cfg: DictConfig, console: Console | None = None, overrides: list[str] | None = None) -> int:
-    """Run the composed config; return the exit code (0; 1 when the gate breaks; 130 when
-    interrupted). `overrides` are the command-line overrides, kept so a resume can replay them."""
-    console = console or Console()
+    """Run the composed config; return the exit code: 0; 1 when the gate breaks; 4 when the run
+    finished but task folders of the suite could not be loaded (they were skipped); 130 when
+    interrupted. `overrides` are the command-line overrides, kept so a resume can replay them."""
+    console = console or make_console(wide=True)
     plan = build(cfg)
     if plan.dry_run:
         print_plan(plan, console)
+        say_skipped(plan.skipped, console)
         console.print("dry run: nothing was run")
-        return 0
+        return EXIT_UNLOADABLE if plan.unloadable else 0
     plan.backend.preflight()
     plan.agent.preflight()
     plan.judge.preflight()
@@ -107,7 +110,8 @@ def run(cfg: DictConfig, console: Console | None = None, overrides: list[str] | 
 
     def on_interrupt() -> None:
         console.print(
-            "[yellow]interrupted: cancelling samples in flight (Ctrl-C again to exit at once)[/]"
+            styled("[yellow]interrupted:[/]"),
+            "cancelling samples in flight (Ctrl-C again to exit at once)",
         )
 
     with RunProgress(len(todo), dict(Counter(t.id for t, _ in todo)), console) as progress:
@@ -143,14 +147,18 @@ def run(cfg: DictConfig, console: Console | None = None, overrides: list[str] | 
         from evalrun.probes.report import report_expectations
 
         report_expectations(plan.run_dir, [r for r in store.records() if r.key in wanted], console)
-    console.print(f"report: {report_files[0]}", highlight=False, soft_wrap=True)
+    console.print(f"report: {report_files[0]}", soft_wrap=True)
+    say_skipped(plan.skipped, console)
     if interrupted:
         console.print(
-            f"[yellow]interrupted after {summary.samples} of {len(plan.cells)} samples.[/] "
-            f"Resume with: {resume_command(plan.run_dir)}"
+            styled(
+                "[yellow]interrupted after {} of {} samples.[/]", summary.samples, len(plan.cells)
+            ),
+            f"Resume with: {resume_command(plan.run_dir)}",
         )
         return EXIT_INTERRUPTED
-    return print_verdict(plan.profile, summary, console)
+    verdict = print_verdict(plan.profile, summary, console)
+    return verdict or (EXIT_UNLOADABLE if plan.unloadable else 0)
 
 
 def summarize_run(plan: RunPlan, store: RunStore) -> Summary:

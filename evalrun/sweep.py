@@ -35,6 +35,7 @@ from typing import Any
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from evalrun.console import make_console, styled
 from evalrun.errors import UsageError
 from evalrun.gate import build_profile, read_summary
 from evalrun.metrics import PASS_AT, PASS_HAT, Summary, pass_metric
@@ -215,11 +216,11 @@ def render(sweep: dict[str, Any], console) -> None:
         metrics = job["metrics"] or {}
         gate = job["gate"] or {}
         if not job["finished"]:
-            verdict = "[yellow]unfinished[/]"
+            verdict = styled("[yellow]unfinished[/]")
         elif gate.get("exit_code"):
-            verdict = f"[red]broken ({len(gate.get('breaches', []))})[/]"
+            verdict = styled("[red]broken ({})[/]", len(gate.get("breaches", [])))
         else:
-            verdict = f"ok ({gate.get('profile', 'none')})"
+            verdict = styled("ok ({})", gate.get("profile", "none"))
         table.add_row(
             str(job["job"]),
             *[_fmt(job["swept"].get(k)) for k in sweep["swept"]],
@@ -256,11 +257,8 @@ class SweepSummary(Callback):
     """Hydra callback: write the sweep summary when a multirun ends (see the module docstring)."""
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        from rich.console import Console
 
         sweep_dir = Path(str(config.hydra.sweep.dir))
         if sweep_dir.is_dir():
-            console = Console()
-            if not console.is_terminal:
-                console = Console(width=max(console.width, 140))
+            console = make_console(wide=True)
             write_sweep_summary(sweep_dir, console)

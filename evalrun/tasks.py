@@ -7,9 +7,11 @@ tasks_dir/
 ```
 
 A tasks_dir may mix both. Every format maps onto the same `Task`: a `TaskSpec` (prompt, limits,
-difficulty, tags) plus the `TaskFormat` that prepares, solves and grades its samples. Loading is
-strict: a bad folder raises `TaskFormatError` naming the folder, file and field before any
-sandbox starts, so a broken task can never silently score 0.
+difficulty, tags) plus the `TaskFormat` that prepares, solves and grades its samples. A bad
+folder raises `TaskFormatError` naming the folder, file and field before any sandbox starts, so
+a broken task can never silently score 0 - and one bad folder never blocks the rest of a suite:
+`scan_suite` loads every folder it can and reports each one it cannot (file, key, reason), which
+planning skips (or refuses, when named in `ids=`). `load_suite` is the all-or-nothing variant.
 """
 
 from __future__ import annotations
@@ -48,14 +50,17 @@ __all__ = [
     "VERIFY_SCRIPT",
     "Difficulty",
     "JudgeSpec",
+    "Suite",
     "Task",
     "TaskFormat",
     "TaskLayout",
     "TaskSpec",
+    "Unloadable",
     "fingerprint",
     "load_suite",
     "load_task",
     "runnable_on",
+    "scan_suite",
 ]
 
 
@@ -105,9 +110,10 @@ def _walk(folder: Path) -> Iterable[Path]:
                 yield base / name
 
 
-def load_task(folder: Path, *, reward_threshold: float = 1.0) -> Task:
+def load_task(folder: Path, *, reward_threshold: float = 1.0, strict: bool = False) -> Task:
     """Load one task folder in whichever format its files say; raise `TaskFormatError` naming the
-    file and field on any problem. `reward_threshold` is the pass mark for reward-based formats."""
+    file and field on any problem. `reward_threshold` is the pass mark for reward-based formats;
+    `strict` refuses keys a foreign format's own runner would ignore (they are warnings else)."""
     folder = Path(folder)
     native_file, harbor_file = folder / TASK_FILE, folder / harbor.TASK_FILE
     if native_file.is_file() and harbor_file.is_file():
@@ -117,7 +123,7 @@ def load_task(folder: Path, *, reward_threshold: float = 1.0) -> Task:
     if native_file.is_file():
         spec, fmt = native.load(folder)
     elif harbor.is_harbor_folder(folder):
-        spec, fmt = harbor.load(folder, reward_threshold=reward_threshold)
+        spec, fmt = harbor.load(folder, reward_threshold=reward_threshold, strict=strict)
     else:
         raise TaskFormatError(
             native_file,
@@ -143,29 +149,77 @@ def is_task_folder(path: Path) -> bool:
     return path.is_dir() and not path.name.startswith((".", "_"))
 
 
-def load_suite(tasks_dir: Path, *, reward_threshold: float = 1.0) -> list[Task]:
-    """Load every task folder directly below `tasks_dir`, sorted by id; ids must be unique."""
+@dataclass(frozen=True)
+class Unloadable:
+    """A task folder that could not be loaded: which file, which key (if one), and why."""
+
+    folder: Path
+    path: Path
+    field: str | None
+    reason: str
+
+    @property
+    def task_id(self) -> str:
+        return self.folder.name
+
+    def describe(self) -> str:
+        """`<file>: field '<key>': <reason>`, as the `TaskFormatError` said it."""
+        return str(TaskFormatError(self.path, self.reason, self.field))
+
+
+@dataclass(frozen=True)
+class Suite:
+    """A tasks_dir, loaded as far as it goes: the tasks, the folders that could not load, and
+    what the loaders want said once (e.g. keys a foreign format's runner ignores)."""
+
+    tasks_dir: Path
+    tasks: list[Task]
+    unloadable: list[Unloadable] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def scan_suite(tasks_dir: Path, *, reward_threshold: float = 1.0, strict: bool = False) -> Suite:
+    """Load every task folder directly below `tasks_dir`, sorted by id; a folder that cannot
+    load is kept as `Unloadable`, never raised. Raises `TaskFormatError` only for the suite as a
+    whole: no such folder, no task folder in it, or two folders with one id."""
     tasks_dir = Path(tasks_dir)
     if not tasks_dir.is_dir():
         raise TaskFormatError(tasks_dir, "tasks_dir is not a directory")
     if not (reward_threshold > 0 and reward_threshold < float("inf")):
         raise UsageError(f"reward_threshold: expected a positive number, got {reward_threshold}")
-    tasks: list[Task] = []
+    suite = Suite(tasks_dir, [])
     seen: dict[str, Path] = {}
     for folder in sorted(p for p in tasks_dir.iterdir() if is_task_folder(p)):
-        task = load_task(folder, reward_threshold=reward_threshold)
+        try:
+            task = load_task(folder, reward_threshold=reward_threshold, strict=strict)
+        except TaskFormatError as exc:
+            suite.unloadable.append(Unloadable(folder, exc.path, exc.field, exc.reason))
+            continue
         if task.id in seen:
             raise TaskFormatError(
                 task.layout.task_file, f"duplicate id {task.id!r} (also in {seen[task.id]})", "id"
             )
         seen[task.id] = folder
-        tasks.append(task)
-    if not tasks:
+        suite.tasks.append(task)
+        suite.warnings.extend(task.format.warnings)
+    if not suite.tasks and not suite.unloadable:
         raise TaskFormatError(
             tasks_dir,
             "no task folders found (expected NNN-slug/task.yaml or <name>/task.toml folders)",
         )
-    return tasks
+    return suite
+
+
+def load_suite(
+    tasks_dir: Path, *, reward_threshold: float = 1.0, strict: bool = False
+) -> list[Task]:
+    """Every task below `tasks_dir`, all or nothing: the first folder that cannot load raises
+    its `TaskFormatError` (for tools and tests that need the whole suite)."""
+    suite = scan_suite(tasks_dir, reward_threshold=reward_threshold, strict=strict)
+    if suite.unloadable:
+        bad = suite.unloadable[0]
+        raise TaskFormatError(bad.path, bad.reason, bad.field)
+    return suite.tasks
 
 
 def runnable_on(

@@ -27,6 +27,7 @@ from evalrun.engine import Limits, execute, run_sample
 from evalrun.errors import TaskFormatError, UsageError
 from evalrun.plan import build
 from evalrun.records import AgentResult, Outcome, SampleRecord
+from evalrun.sandbox.base import Network
 from evalrun.sandbox.local import LocalBackend
 from evalrun.tasks import Difficulty, load_suite, load_task
 from tests.conftest import REPO, require_engine
@@ -78,12 +79,12 @@ def test_fixture_tasks_map_onto_the_task_model():
     assert words.spec.tags == ("text", "shell")
     assert words.spec.agent_timeout_s == 120.0
     assert words.format.name == "harbor"
-    assert words.format.config.task.name == "evalrun-examples/word-count"
+    assert words.format.kept_fields["task.name"] == "evalrun-examples/word-count"
     assert words.format.config.schema == "1.0"  # `version = 1.0`, a TOML float
     assert words.format.image is None
 
     stats = tasks["stats-partial"]
-    assert stats.format.config.task.name == "stats-partial"  # no org/ prefix
+    assert stats.format.kept_fields["task.name"] == "stats-partial"  # no org/ prefix
     assert stats.format.config.schema == "1.1"
 
     image = tasks["tool-version"].format.image
@@ -99,27 +100,62 @@ def test_absent_difficulty_means_medium_and_a_version_may_be_an_integer(tmp_path
 
 
 @pytest.mark.parametrize(
+    ("toml", "warning"),
+    [
+        ("[verifer]\ntimeout_sec = 5\n", "unknown table [verifer] (did you mean 'verifier'?)"),
+        (
+            "[verifier]\ntimeout_secs = 5\n",
+            "unknown key [verifier] 'timeout_secs' (did you mean 'timeout_sec'?)",
+        ),
+        ("colour = 'red'\n", "unknown key 'colour'"),
+        ("[task]\nformat = 'harbor'\n", "unknown key [task] 'format'"),
+    ],
+)
+def test_a_key_harbor_ignores_loads_with_a_warning_and_strict_refuses_it(tmp_path, toml, warning):
+    folder = harbor_task(tmp_path, files={"task.toml": toml})
+    task = load_task(folder)
+    assert task.format.warnings == (f"{folder / 'task.toml'}: {warning}",)
+    with pytest.raises(TaskFormatError) as err:
+        load_task(folder, strict=True)
+    assert str(err.value).startswith(f"{folder / 'task.toml'}: field ")
+    assert warning in str(err.value) and "strict_formats" in str(err.value)
+
+
+def test_metadata_is_free_form_and_unused_fields_are_kept_unchecked(tmp_path):
+    toml = (
+        "[metadata]\nreward_type = 'binary'\ndificulty = 'hard'\n"
+        "[task]\nname = 'a/b/c'\nkeywords = 'not-a-list'\n"
+    )
+    task = load_task(harbor_task(tmp_path, files={"task.toml": toml}))
+    assert task.format.warnings == ()  # Harbor's [metadata] takes any key
+    assert task.spec.difficulty is Difficulty.medium  # a misspelt key is kept, not guessed
+    assert task.format.kept_fields == {
+        "metadata.reward_type": "binary",
+        "metadata.dificulty": "hard",
+        "task.name": "a/b/c",
+        "task.keywords": "not-a-list",
+    }
+
+
+@pytest.mark.parametrize(
     ("toml", "key", "words"),
     [
-        (
-            "[verifer]\ntimeout_sec = 5\n",
-            "verifer",
-            "unknown table 'verifer': did you mean 'verifier'?",
-        ),
-        ("[verifier]\ntimeout_secs = 5\n", "verifier.timeout_secs", "did you mean 'timeout_sec'?"),
-        ("[metadata]\ndificulty = 'hard'\n", "metadata.dificulty", "unknown key [metadata]"),
-        ("colour = 'red'\n", "colour", "unknown key 'colour'"),
         (
             "[metadata]\ndifficulty = 'extreme'\n",
             "metadata.difficulty",
             "'easy', 'medium' or 'hard'",
         ),
         ("[agent]\ntimeout_sec = -1\n", "agent.timeout_sec", "greater than 0"),
-        ("[task]\nname = 'a/b/c'\n", "task.name", "'name' or 'org/name'"),
         ("[metadata]\ntags = 'python'\n", "metadata.tags", "valid tuple"),
+        ("[environment]\nnetwork_mode = 'open'\n", "environment.network_mode", "'no-network'"),
+        ("[environment]\nworkdir = 'app'\n", "environment.workdir", "absolute path"),
+        ("[environment]\nworkdir = '/usr/app'\n", "environment.workdir", "/usr"),
+        ("[environment]\nmemory = 'lots'\n", "environment.memory", "a size like '2G'"),
+        ("[[steps]]\nname = '../up'\n", "steps.0.name", "letters, digits"),
+        ("[verifier.env]\nN = 3\n", "verifier.env.N", "valid string"),
     ],
 )
-def test_bad_task_toml_names_file_and_key(tmp_path, toml, key, words):
+def test_a_bad_value_evalrun_uses_names_file_and_key(tmp_path, toml, key, words):
     folder = harbor_task(tmp_path, files={"task.toml": toml})
     with pytest.raises(TaskFormatError) as err:
         load_task(folder)
@@ -174,7 +210,7 @@ def mixed_suite(make_task, tmp_path) -> Path:
 
 
 def test_a_mixed_tasks_dir_runs_both_formats(mixed_suite):
-    runnable = [t for t in load_suite(mixed_suite) if t.format.image is None]
+    runnable = [t for t in load_suite(mixed_suite) if t.format.sandbox_spec.image is None]
     assert [(t.id, t.format.name) for t in runnable] == [
         ("001-answer", "evalrun"),
         ("002-second", "evalrun"),
@@ -341,7 +377,7 @@ def test_an_image_task_is_skipped_with_its_reason_on_a_broad_slice(mixed_suite, 
     assert "tool-version" not in [t.id for t in plan.tasks]
     assert len(plan.tasks) == 4
     err = capsys.readouterr().err
-    assert "skipped tool-version: needs its own image" in err
+    assert "skipped tool-version (cannot run): needs its own image" in err
     assert "sandbox=local cannot run task images (use sandbox=docker)" in err
 
 
@@ -358,14 +394,34 @@ def test_limit_counts_only_tasks_that_can_run(mixed_suite):
 
 
 def test_features_evalrun_cannot_provide_skip_the_task(tmp_path):
-    toml = '[environment]\ngpus = 1\n[verifier.env]\nTOKEN = "${HOST_TOKEN}"\n'
+    toml = "[environment]\ngpus = 1\n[[environment.mcp_servers]]\nname = 'search'\n"
     harbor_task(tmp_path, "gpu-task", files={"task.toml": toml})
     harbor_task(tmp_path, "plain")
     with pytest.raises(UsageError) as err:
         plan_for(tmp_path, "ids=[gpu-task]")
     assert "GPUs ([environment] gpus = 1)" in str(err.value)
-    assert "host-variable templates in [verifier.env] TOKEN" in str(err.value)
+    assert "MCP servers ([environment] mcp_servers: search)" in str(err.value)
     assert [t.id for t in plan_for(tmp_path).tasks] == ["plain"]
+
+
+def test_host_variable_templates_are_filled_or_the_task_cannot_load(tmp_path, monkeypatch):
+    monkeypatch.setenv("EVALRUN_TEST_TOKEN", "from-the-host")
+    monkeypatch.delenv("EVALRUN_TEST_UNSET", raising=False)
+    toml = (
+        '[verifier.env]\nTOKEN = "${EVALRUN_TEST_TOKEN}"\nMODE = "${EVALRUN_TEST_UNSET:-fast}"\n'
+        '[solution.env]\nURL = "http://${EVALRUN_TEST_UNSET:-localhost}:8000/"\n'
+    )
+    task = load_task(harbor_task(tmp_path, "templated", files={"task.toml": toml}))
+    assert task.format.verifier_env == {"TOKEN": "from-the-host", "MODE": "fast"}
+    assert task.format.solution_env == {"URL": "http://localhost:8000/"}
+    harbor_task(
+        tmp_path, "unset", files={"task.toml": '[environment.env]\nK = "${EVALRUN_TEST_UNSET}"\n'}
+    )
+    with pytest.raises(UsageError) as err:
+        plan_for(tmp_path, "ids=[unset]")
+    assert "field 'environment.env.K': ${EVALRUN_TEST_UNSET} is not set on the host" in str(
+        err.value
+    )
 
 
 def test_reward_threshold_is_a_config_knob(tmp_path):
@@ -414,3 +470,68 @@ def test_check_catches_a_harbor_oracle_that_rewards_the_untouched_workspace(tmp_
     proc = evalrun("check", f"tasks_dir={tmp_path}")
     assert proc.returncode == 1
     assert "too-kind untouched: expected fail, got pass" in proc.stdout
+
+
+# --- environment/: the workspace, its setup.sh, the healthcheck, the network policy -------------
+
+
+def test_environment_setup_sh_runs_in_the_workspace_first_and_is_removed(tmp_path):
+    files = {
+        "environment/setup.sh": "printf 42 > seeded.txt\n",
+        "tests/test.sh": (
+            '[ -f seeded.txt ] && [ ! -e setup.sh ] && r=1 || { r=0; echo "FAIL: $(ls)"; }\n'
+            'echo $r > "$VERIFIER_DIR/reward.txt"\n'
+        ),
+    }
+    rec = run(load_task(harbor_task(tmp_path, files=files)), NoopAgent())
+    assert rec.outcome is Outcome.passed, rec.reason
+
+
+def test_a_failing_environment_setup_sh_is_a_harness_error(tmp_path):
+    files = {"environment/setup.sh": "echo 'no seed' >&2; exit 3\n"}
+    rec = run(load_task(harbor_task(tmp_path, files=files)), OracleAgent())
+    assert rec.outcome is Outcome.error
+    assert rec.reason == "environment/setup.sh failed (exit 3): no seed"
+
+
+def test_a_healthcheck_that_never_passes_stops_the_sample_before_the_agent(tmp_path):
+    toml = (
+        "[environment.healthcheck]\ncommand = 'test -f ready || { echo not ready; false; }'\n"
+        "interval_sec = 0\nretries = 2\n"
+    )
+    rec = run(load_task(harbor_task(tmp_path, files={"task.toml": toml})), OracleAgent())
+    assert rec.outcome is Outcome.error
+    assert rec.reason.startswith("healthcheck failed 2 times (exit 1): test -f ready")
+    assert rec.reason.endswith(": not ready")
+    assert rec.phases.agent is None
+
+
+@pytest.mark.parametrize(
+    ("toml", "network", "problem"),
+    [
+        ("", Network.unspecified, None),
+        ("[environment]\nallow_internet = false\n", Network.none, None),
+        ("[environment]\nnetwork_mode = 'public'\nallow_internet = false\n", Network.public, None),
+        ("[environment]\nnetwork_mode = 'allowlist'\n", Network.none, None),  # empty: deny all
+        ("[environment]\nallowed_hosts = ['pypi.org']\n", Network.public, None),
+        ("[agent]\nnetwork_mode = 'no-network'\n", Network.none, None),
+        (
+            "[environment]\nnetwork_mode = 'no-network'\n[verifier]\nnetwork_mode = 'public'\n",
+            Network.unspecified,
+            "the network in one phase and none in another",
+        ),
+    ],
+)
+def test_the_network_policy_follows_harbors_baseline_and_phase_overrides(
+    tmp_path, toml, network, problem
+):
+    task = load_task(harbor_task(tmp_path, files={"task.toml": toml}))
+    assert task.format.sandbox_spec.network is network
+    reason = task.format.cannot_run_on(LocalBackend())
+    assert (reason is None) if problem is None else (problem in reason)
+
+
+def test_the_instruction_loses_its_canary_lines_as_in_harbor(tmp_path):
+    text = "# BENCHMARK DATA SHOULD NEVER APPEAR. canary GUID 1234\n\nWrite 42 into answer.txt.\n"
+    task = load_task(harbor_task(tmp_path, files={"instruction.md": text}))
+    assert task.spec.prompt == "Write 42 into answer.txt.\n"

@@ -15,7 +15,7 @@ from evalrun.agents.noop import NoopAgent
 from evalrun.agents.oracle import OracleAgent
 from evalrun.engine import Limits, run_sample
 from evalrun.errors import SandboxError
-from evalrun.formats.base import TaskImage, can_open_images
+from evalrun.formats.base import TaskImage
 from evalrun.harbor_image import (
     TaskImages,
     build_context,
@@ -133,7 +133,7 @@ def test_a_missing_prebuilt_image_is_named(docker_client):
 
 
 def _image_backend(user: str):
-    """The real docker backend; it offers the `open_in_image` hook itself."""
+    """The real docker backend; it opens samples in task images itself."""
     from evalrun.sandbox.docker import DockerBackend
 
     return DockerBackend(image=BASE_IMAGE, user=user)
@@ -142,8 +142,8 @@ def _image_backend(user: str):
 @pytest.mark.docker
 def test_an_image_task_runs_both_ways_in_its_own_container(docker_client):
     backend = _image_backend(user="0:0")  # Terminal-Bench tasks expect root
-    assert can_open_images(backend)
     task = load_task(FIXTURES / "tool-version")
+    assert backend.cannot_host(task.format.sandbox_spec) is None
     gold = asyncio.run(run_sample(task, 0, OracleAgent(), backend, LIMITS, "t"))
     assert gold.outcome is Outcome.passed, gold.reason
     assert gold.agent.output == "tool 2.4.1\n"
@@ -159,3 +159,39 @@ def test_an_image_task_runs_as_the_unprivileged_sandbox_user_too(docker_client):
     rec = asyncio.run(run_sample(task, 0, OracleAgent(), backend, LIMITS, "t"))
     assert rec.outcome is Outcome.passed, rec.reason
     assert rec.scores == {"reward": 1.0}
+
+
+@pytest.mark.docker
+def test_an_image_workdir_is_the_workspace_and_task_limits_users_and_env_apply(
+    docker_client, tmp_path
+):
+    """A Dockerfile's WORKDIR (no `workdir` in task.toml) is where the agent starts, with the
+    image's files there handed to the task's user; cpus/memory_mb replace the backend's limits;
+    [environment.env] reaches every command; [verifier] user runs test.sh."""
+    task_dir = tmp_path / "app-task"
+    files = {
+        "task.toml": (
+            "[agent]\nuser = 'nobody'\n[verifier]\nuser = 'root'\n"
+            "[environment]\ncpus = 0.5\nmemory_mb = 300\n[environment.env]\nLABEL = 'app'\n"
+        ),
+        "instruction.md": "Append a line to notes.txt.\n",
+        "environment/Dockerfile": "FROM python:3.12-slim\nWORKDIR /app\nCOPY notes.txt /app/\n",
+        "environment/notes.txt": "first\n",
+        "solution/solve.sh": (
+            'echo "$(id -un) $LABEL" >> notes.txt\n'
+            "cat /sys/fs/cgroup/memory.max 2>/dev/null || cat /sys/fs/cgroup/memory/memory.limit_in_bytes\n"
+        ),
+        "tests/test.sh": (
+            'want="first\nnobody app"; got=$(cat notes.txt)\n'
+            '[ "$PWD" = /app ] && [ "$(id -u)" = 0 ] && [ "$LABEL" = app ] && '
+            '[ "$got" = "$(printf "$want")" ] && r=1 || r=0\n'
+            'echo "$PWD $(id -u) $got"; echo $r > "$VERIFIER_DIR/reward.txt"\n'
+        ),
+    }
+    for rel, text in files.items():
+        (task_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+        (task_dir / rel).write_text(text)
+    task = load_task(task_dir)
+    gold = asyncio.run(run_sample(task, 0, OracleAgent(), _image_backend("1000:1000"), LIMITS, "t"))
+    assert gold.outcome is Outcome.passed, (gold.reason, gold.verify_output)
+    assert gold.agent.output.strip() == str(300 * 1024 * 1024)  # the task's memory_mb

@@ -10,25 +10,26 @@ grade(sandbox, answer)    hidden verifier injected after the agent -> Verdict  (
 ```
 
 The engine, the oracle agent, grading and `evalrun check` call these methods and never ask which
-format a task is in. `cannot_run_on(backend)` lets planning skip (or refuse) a task a backend
-cannot host, e.g. one that needs its own container image.
+format a task is in. A format says what its samples' sandboxes must give (`sandbox_spec`: its own
+image, a workspace path, a network policy, limits); `cannot_run_on(backend)` lets planning skip
+(or refuse) a task a backend cannot host, with the reason.
 """
 
 from __future__ import annotations
 
 import posixpath
 import shlex
-from collections.abc import Mapping
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from evalrun.records import AgentResult, Outcome
-from evalrun.sandbox.base import Sandbox, SandboxBackend
+from evalrun.sandbox.base import Sandbox, SandboxBackend, SandboxSpec
+from evalrun.sandbox.base import TaskImage as TaskImage  # re-exported: formats describe images
 
 
 class Difficulty(StrEnum):
@@ -97,42 +98,6 @@ class SetupFailed(Exception):
         self.timed_out = timed_out
 
 
-@dataclass(frozen=True)
-class TaskImage:
-    """A task that must run in a container image of its own.
-
-    `context_dir` is a Docker build context holding a `Dockerfile` (built offline, FROM the
-    backend's local base image, see `evalrun.harbor_image`); `prebuilt` names an image that must
-    already exist locally when there is no Dockerfile.
-    """
-
-    task_id: str
-    context_dir: Path | None
-    prebuilt: str | None = None
-    build_timeout_s: float = 600.0
-
-    def describe(self) -> str:
-        if self.context_dir is not None:
-            return f"its own image ({self.context_dir / 'Dockerfile'})"
-        return f"the prebuilt image {self.prebuilt!r}"
-
-
-class ImageBackend(Protocol):
-    """The optional hook a backend offers to run samples in a task's own image (`sandbox=docker`).
-
-    A backend without `open_in_image` cannot host tasks whose format reports a `TaskImage`;
-    planning skips or refuses them.
-    """
-
-    def open_in_image(
-        self, label: str, image: TaskImage
-    ) -> AbstractAsyncContextManager[Sandbox]: ...
-
-
-def can_open_images(backend: SandboxBackend) -> bool:
-    return callable(getattr(backend, "open_in_image", None))
-
-
 def in_container(sandbox: Sandbox) -> bool:
     """True when the sandbox is a container whose absolute paths (`/tests`, `/logs`) are its own.
 
@@ -153,6 +118,31 @@ class FolderLayout(Protocol):
     def task_file(self) -> Path: ...
 
 
+@dataclass(frozen=True)
+class Step:
+    """One turn of a multi-step task: the agent works on `spec.prompt` in the workspace the
+    earlier turns left; `format` prepares the turn (its own files), solves it (agent=oracle) and
+    grades it, like a task of its own."""
+
+    name: str
+    spec: TaskSpec
+    format: TaskFormat
+
+
+class StepPlan(Protocol):
+    """How a multi-step task's turns run one after another in one sandbox, and add up."""
+
+    steps: tuple[Step, ...]
+
+    def stop_reason(self, step: Step, verdict: Verdict) -> str | None:
+        """Why no later step runs after `step` ended with `verdict` (None: go on)."""
+        ...
+
+    def combine(self, graded: Sequence[tuple[Step, Verdict]]) -> Verdict:
+        """The task's verdict from the verdicts of the steps that ran, in order."""
+        ...
+
+
 class TaskFormat(Protocol):
     """How one loaded task prepares, solves and grades a sample. See the module docstring.
 
@@ -162,7 +152,10 @@ class TaskFormat(Protocol):
 
     name: str  # the format's name, shown in plans: "evalrun" or "harbor"
     layout: FolderLayout
-    image: TaskImage | None
+    sandbox_spec: SandboxSpec  # SandboxSpec(): the backend as configured
+    step_plan: StepPlan | None  # None: one turn - prepare, the agent, grade
+    warnings: tuple[str, ...]  # said once per run (e.g. keys the format's runner ignores)
+    kept_fields: Mapping[str, Any]  # what the task file says that evalrun does not use
 
     def cannot_run_on(self, backend: SandboxBackend) -> str | None:
         """Why this task cannot run on `backend` (None: it can)."""

@@ -1,74 +1,55 @@
-"""Harbor's task.toml, read liberally in values and strictly in structure.
+"""Harbor's task.toml, read as liberally as Harbor reads it and validated where evalrun uses it.
 
-Suites in the wild differ in small ways, so values are accepted in every spelling seen: a
-`[task] name` with or without an `org/` prefix, `version`/`schema_version` as a string or a
-number, a difficulty in any letter case, the deprecated `memory`/`storage` sizes. The structure is
-strict: a table or key Harbor does not define is a `TaskFormatError` naming the file and the key,
-so a typo (`timeout_secs`) is never silently ignored. `[metadata]`, free-form in Harbor, is held to
-the keys Harbor's own tasks use for the same reason.
+`parse` returns the values evalrun acts on (typed below), the raw table (so every other field is
+kept and can be shown), and the keys Harbor's models do not define (`harbor_keys`). A key evalrun
+does not use is never checked: Harbor accepts `keywords = "x"` in a task it runs, so evalrun
+does too. A value evalrun does use - a timeout, a difficulty, the network policy, a step's name -
+is validated, and a bad one is a `TaskFormatError` naming the file and the dotted key.
 
-Keys that evalrun honours: `[agent] timeout_sec` (the agent phase timeout), `[verifier]
-timeout_sec` and `env`, `[solution] env`, `[environment] build_timeout_sec` and `docker_image`,
-`[metadata] difficulty` and `tags`. The rest (resources, users, network policy, authorship) is
-validated and kept for reference. Features evalrun cannot provide (GPUs, MCP servers, health
-checks, agent environment variables, a separate verifier container, multi-step tasks, templated
-`${VAR}` values read from the host) are reported by `unsupported()`, and planning skips or refuses
-those tasks with that reason.
+Values are accepted in every spelling Harbor accepts: `version` for `schema_version`, a string
+or a number; a difficulty in any letter case; the deprecated `memory`/`storage` sizes ("2G");
+`allow_internet` beside `network_mode`. `${VAR}` and `${VAR:-default}` in `[environment.env]`,
+`[verifier.env]` and `[solution.env]` are filled from the host's environment when the task
+loads, as Harbor fills them when it runs (a variable that is unset and has no default is an
+error naming it).
 """
 
 from __future__ import annotations
 
-import difflib
+import os
+import re
 import tomllib
+from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from evalrun.errors import TaskFormatError
 from evalrun.formats.base import Difficulty
+from evalrun.formats.harbor_keys import UnknownKey, unknown_keys
 
 Version = str | int | float
+_TEMPLATE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_STEP_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([gGmMkK])\s*$")
+
+
+class NetworkMode(StrEnum):
+    public = "public"
+    no_network = "no-network"
+    allowlist = "allowlist"
 
 
 class _Table(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """Keys evalrun does not act on are ignored here (they stay in the raw table, kept)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
 
 
-class Author(_Table):
-    name: str
-    email: str | None = None
-
-
-class PackageTable(_Table):
-    """[task]: the package identity in Harbor's registry."""
-
-    name: str | None = None
-    description: str = ""
-    authors: tuple[Author, ...] = ()
-    keywords: tuple[str, ...] = ()
-
-    @field_validator("name")
-    @classmethod
-    def _org_optional(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        parts = value.split("/")
-        if len(parts) > 2 or not all(p.strip() for p in parts) or any(c.isspace() for c in value):
-            raise ValueError(f"expected 'name' or 'org/name' without spaces, got {value!r}")
-        return value
-
-
-class MetadataTable(_Table):
-    author_name: str | None = None
-    author_email: str | None = None
-    author_organization: str | None = None
-    description: str | None = None
+class Metadata(_Table):
     difficulty: Difficulty | None = None
-    category: str | None = None
     tags: tuple[str, ...] = ()
-    expert_time_estimate_min: float | None = None
-    junior_time_estimate_min: float | None = None
 
     @field_validator("difficulty", mode="before")
     @classmethod
@@ -76,60 +57,129 @@ class MetadataTable(_Table):
         return value.strip().lower() if isinstance(value, str) else value
 
 
-class _Phase(_Table):
-    user: str | int | None = None
-    network_mode: str | None = None
-    allowed_hosts: tuple[str, ...] = ()
+class Healthcheck(_Table):
+    """Harbor's `HealthcheckConfig`: Docker HEALTHCHECK semantics, with Harbor's defaults."""
+
+    command: str
+    interval_sec: float = Field(default=5.0, ge=0)
+    timeout_sec: float = Field(default=30.0, gt=0)
+    start_period_sec: float = Field(default=0.0, ge=0)
+    start_interval_sec: float = Field(default=5.0, ge=0)
+    retries: int = Field(default=3, ge=1)
 
 
-class VerifierTable(_Phase):
+class Phase(_Table):
     timeout_sec: float | None = Field(default=None, gt=0)
+    user: str | None = None
+    network_mode: NetworkMode | None = None
+    allowed_hosts: tuple[str, ...] | None = None
+
+    @field_validator("user", mode="before")
+    @classmethod
+    def _uid_or_name(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+class AgentTable(Phase):
+    pass
+
+
+class VerifierTable(Phase):
     env: dict[str, str] = Field(default_factory=dict)
-    environment_mode: str | None = None
+    environment_mode: Literal["shared", "separate"] | None = None
     environment: dict[str, Any] | None = None
 
-
-class AgentTable(_Phase):
-    timeout_sec: float | None = Field(default=None, gt=0)
-
-
-class EnvironmentTable(_Table):
-    build_timeout_sec: float | None = Field(default=None, gt=0)
-    docker_image: str | None = None
-    cpus: float | None = Field(default=None, gt=0)
-    memory_mb: int | None = Field(default=None, gt=0)
-    storage_mb: int | None = Field(default=None, gt=0)
-    memory: str | None = None  # deprecated spelling: "2G"
-    storage: str | None = None  # deprecated spelling: "10G"
-    gpus: int = Field(default=0, ge=0)
-    gpu_types: tuple[str, ...] | None = None
-    allow_internet: bool | None = None
-    network_mode: str | None = None
-    allowed_hosts: tuple[str, ...] = ()
-    mcp_servers: tuple[dict[str, Any], ...] = ()
-    env: dict[str, str] = Field(default_factory=dict)
-    skills_dir: str | None = None
-    healthcheck: dict[str, Any] | None = None
+    @property
+    def separate(self) -> bool:
+        """Harbor runs the verifier in a container of its own (a mode evalrun lacks)."""
+        return self.environment_mode == "separate" or (
+            self.environment_mode is None and self.environment is not None
+        )
 
 
 class SolutionTable(_Table):
     env: dict[str, str] = Field(default_factory=dict)
 
 
-class HarborToml(_Table):
-    """One task.toml."""
+class EnvironmentTable(_Table):
+    build_timeout_sec: float | None = Field(default=None, gt=0)
+    docker_image: str | None = Field(default=None, min_length=1)
+    os: Literal["linux", "windows"] = "linux"
+    cpus: float | None = Field(default=None, gt=0)
+    memory_mb: int | None = Field(default=None, gt=0)
+    memory: str | None = None  # deprecated spelling: "2G"
+    gpus: int | None = Field(default=None, ge=0)
+    tpu: dict[str, Any] | None = None
+    network_mode: NetworkMode | None = None
+    allowed_hosts: tuple[str, ...] | None = None
+    allow_internet: bool | None = None
+    mcp_servers: tuple[dict[str, Any], ...] = ()
+    env: dict[str, str] = Field(default_factory=dict)
+    healthcheck: Healthcheck | None = None
+    workdir: str | None = None
 
-    version: Version | None = None
+    @field_validator("os", mode="before")
+    @classmethod
+    def _os_any_case(cls, value: Any) -> Any:
+        return value.lower() if isinstance(value, str) else value
+
+    @field_validator("memory")
+    @classmethod
+    def _size(cls, value: str | None) -> str | None:
+        if value is not None and not _SIZE.match(value):
+            raise ValueError(f"expected a size like '2G' or '512M', got {value!r}")
+        return value
+
+    @property
+    def memory_limit_mb(self) -> int | None:
+        """`memory_mb`, else the deprecated `memory` size in MB."""
+        if self.memory_mb is not None or self.memory is None:
+            return self.memory_mb
+        number, unit = _SIZE.match(self.memory).groups()  # type: ignore[union-attr]
+        return int(float(number) * {"g": 1024, "m": 1, "k": 1 / 1024}[unit.lower()])
+
+
+class StepTable(_Table):
+    """One `[[steps]]` entry (Harbor's `StepConfig`); its files live in steps/<name>/."""
+
+    name: str
+    agent: AgentTable = Field(default_factory=AgentTable)
+    verifier: VerifierTable = Field(default_factory=VerifierTable)
+    min_reward: float | dict[str, float] | None = None
+    healthcheck: Healthcheck | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _folder_name(cls, value: str) -> str:
+        if not _STEP_NAME.match(value):
+            raise ValueError(
+                "a step name is its folder under steps/: letters, digits, '.', '_' and '-', "
+                f"starting with a letter or digit (got {value!r})"
+            )
+        return value
+
+
+class HarborToml(_Table):
+    """The values of one task.toml that evalrun acts on."""
+
     schema_version: Version | None = None
-    source: str | None = None
-    artifacts: tuple[Any, ...] = ()
-    task: PackageTable = Field(default_factory=PackageTable)
-    metadata: MetadataTable = Field(default_factory=MetadataTable)
+    version: Version | None = None
+    metadata: Metadata = Field(default_factory=Metadata)
     verifier: VerifierTable = Field(default_factory=VerifierTable)
     agent: AgentTable = Field(default_factory=AgentTable)
     environment: EnvironmentTable = Field(default_factory=EnvironmentTable)
     solution: SolutionTable = Field(default_factory=SolutionTable)
-    steps: tuple[dict[str, Any], ...] = ()
+    multi_step_reward_strategy: Literal["mean", "final"] | None = None
+    steps: tuple[StepTable, ...] | None = None
+
+    @field_validator("steps")
+    @classmethod
+    def _unique_names(cls, steps: tuple[StepTable, ...] | None) -> tuple[StepTable, ...] | None:
+        names = [s.name for s in steps or ()]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"step names must be unique, {', '.join(map(repr, twice))} repeats")
+        return steps
 
     @property
     def schema(self) -> str | None:
@@ -137,64 +187,46 @@ class HarborToml(_Table):
         value = self.schema_version if self.schema_version is not None else self.version
         return None if value is None else str(value)
 
-    def unsupported(self) -> str | None:
-        """Why evalrun cannot run this task as written (None: it can)."""
-        env = self.environment
-        problems = []
-        if self.steps:
-            problems.append("multi-step tasks ([[steps]])")
-        if env.gpus:
-            problems.append(f"GPUs ([environment] gpus = {env.gpus})")
-        if env.mcp_servers:
-            problems.append("MCP servers ([environment] mcp_servers)")
-        if env.healthcheck:
-            problems.append("health checks ([environment.healthcheck])")
-        if env.env:
-            problems.append(f"agent environment variables ([environment.env] {', '.join(env.env)})")
-        if (self.verifier.environment_mode or "shared") != "shared":
-            problems.append(f"a {self.verifier.environment_mode} verifier environment")
-        for table, values in (
-            ("verifier.env", self.verifier.env),
-            ("solution.env", self.solution.env),
-        ):
-            templated = [k for k, v in values.items() if "${" in v]
-            if templated:
-                problems.append(
-                    f"host-variable templates in [{table}] {', '.join(templated)} (evalrun never "
-                    "passes host variables into a sandbox)"
-                )
-        return "; ".join(problems) or None
 
+def parse(path: Path) -> tuple[HarborToml, dict[str, Any], list[UnknownKey]]:
+    """Read one task.toml: (the values evalrun uses, the whole raw table, keys Harbor lacks).
 
-def parse(path: Path) -> HarborToml:
-    """Read and validate one task.toml; raise `TaskFormatError` naming the file and key."""
+    Raises `TaskFormatError` naming the file and key for TOML that does not parse and for a bad
+    value evalrun uses.
+    """
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise TaskFormatError(path, f"not valid TOML: {exc}") from exc
     try:
-        return HarborToml.model_validate(raw)
+        config = HarborToml.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
-        loc = [str(p) for p in first["loc"]]
-        raise TaskFormatError(path, _explain(first, loc, raw), field=".".join(loc) or None) from exc
+        loc = ".".join(str(p) for p in first["loc"])
+        message = first["msg"]
+        if "input" in first and first["type"] != "missing":
+            message = f"{message} (got {first['input']!r})"
+        raise TaskFormatError(path, message, field=loc or None) from exc
+    return config, raw, unknown_keys(raw)
 
 
-def _explain(error: Any, loc: list[str], raw: dict[str, Any]) -> str:
-    if error["type"] != "extra_forbidden":
-        message = error["msg"]
-        if "input" in error and error["type"] != "missing":
-            message = f"{message} (got {error['input']!r})"
-        return message
-    model: type[BaseModel] = HarborToml
-    for part in loc[:-1]:
-        annotation = model.model_fields[part].annotation
-        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
-            break
-        model = annotation
-    allowed = list(model.model_fields)
-    kind = "table" if len(loc) == 1 and isinstance(raw.get(loc[0]), dict) else "key"
-    close = difflib.get_close_matches(loc[-1], allowed, n=1)
-    hint = f"did you mean {close[0]!r}? " if close else ""
-    where = f"[{'.'.join(loc[:-1])}] " if len(loc) > 1 else ""
-    return f"unknown {kind} {where}{loc[-1]!r}: {hint}allowed: {', '.join(allowed)}"
+def fill_templates(values: dict[str, str], path: Path, table: str) -> dict[str, str]:
+    """`values` with every `${VAR}` / `${VAR:-default}` filled from the host's environment."""
+    filled = {}
+    for key, value in values.items():
+
+        def one(match: re.Match[str], key: str = key) -> str:
+            name, default = match.group(1), match.group(2)
+            if name in os.environ:
+                return os.environ[name]
+            if default is not None:
+                return default
+            raise TaskFormatError(
+                path,
+                f"${{{name}}} is not set on the host and has no default "
+                f"(write ${{{name}:-default}} for one)",
+                field=f"{table}.{key}",
+            )
+
+        filled[key] = _TEMPLATE.sub(one, value)
+    return filled

@@ -19,8 +19,10 @@ from __future__ import annotations
 import posixpath
 import shlex
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 from pydantic import ValidationError
@@ -28,14 +30,14 @@ from pydantic import ValidationError
 from evalrun.errors import TaskFormatError
 from evalrun.formats.base import (
     SetupFailed,
-    TaskImage,
+    StepPlan,
     TaskSpec,
     Verdict,
     failure_reason,
     inject,
 )
 from evalrun.records import AgentResult, Outcome, ToolCall
-from evalrun.sandbox.base import Sandbox, SandboxBackend
+from evalrun.sandbox.base import DEFAULT_SPEC, Sandbox, SandboxBackend, SandboxSpec
 from evalrun.sandbox.output import tail_text
 
 TASK_FILE = "task.yaml"
@@ -153,7 +155,10 @@ class NativeFormat:
 
     layout: TaskLayout
     name: str = "evalrun"
-    image: TaskImage | None = None
+    sandbox_spec: SandboxSpec = DEFAULT_SPEC
+    step_plan: StepPlan | None = None
+    warnings: tuple[str, ...] = ()
+    kept_fields: Mapping[str, Any] = field(default_factory=dict)
 
     def cannot_run_on(self, backend: SandboxBackend) -> str | None:
         return None

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from rich.console import Console
 from rich.table import Table
 
+from evalrun.console import styled
 from evalrun.engine import Limits, run_sample
 from evalrun.extras import require
 from evalrun.probes.evidence import RecordingAgent
@@ -79,9 +80,11 @@ def report(results: list[RunCheck], console: Console) -> list[str]:
             dishonest.append(probe_id)
         table.add_row(
             probe_id,
-            "[green]ok[/]" if good.honest else f"[red]{good.record.outcome.value}[/]",
-            ", ".join(bad.broken) if bad.honest else f"[red]{bad.record.outcome.value}[/]",
-            "[green]honest[/]" if ok else "[red]DISHONEST[/]",
+            styled("[green]ok[/]")
+            if good.honest
+            else styled("[red]{}[/]", good.record.outcome.value),
+            ", ".join(bad.broken) if bad.honest else styled("[red]{}[/]", bad.record.outcome.value),
+            styled("[green]honest[/]") if ok else styled("[red]DISHONEST[/]"),
         )
     console.print(table)
     for probe_id in dishonest:
@@ -89,10 +92,10 @@ def report(results: list[RunCheck], console: Console) -> list[str]:
             if not result.honest:
                 rec = result.record
                 console.print(
-                    f"[red]{probe_id}[/] scripted/{result.run}.yaml: expected "
+                    styled("[red]{}[/]", probe_id),
+                    f"scripted/{result.run}.yaml: expected "
                     f"{EXPECTED[result.run].value}, got {rec.outcome.value}: "
                     f"{rec.reason or 'every expectation held'}",
-                    highlight=False,
                 )
     return dishonest
 
@@ -108,10 +111,12 @@ def run_check(plan, console: Console) -> int:
     )
     dishonest = report(results, console)
     if dishonest:
-        console.print(f"[red]{len(dishonest)} dishonest probe(s):[/] {', '.join(dishonest)}")
+        console.print(
+            styled("[red]{} dishonest probe(s):[/]", len(dishonest)), ", ".join(dishonest)
+        )
         return 1
     console.print(
-        f"[green]all {len(plan.tasks)} probes honest[/]: every good run meets every expectation, "
-        "every bad run breaks one"
+        styled("[green]all {} probes honest[/]:", len(plan.tasks)),
+        "every good run meets every expectation, every bad run breaks one",
     )
     return 0

@@ -15,17 +15,19 @@ probe; the verdict output lists each expectation with what was seen. Grading nee
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from evalrun.errors import TaskFormatError
-from evalrun.formats.base import TaskImage, Verdict
+from evalrun.formats.base import StepPlan, Verdict
 from evalrun.formats.native import NativeFormat, TaskLayout
 from evalrun.probes.evidence import read_evidence
 from evalrun.probes.expect import Check
 from evalrun.probes.spec import RUNS, ProbeLayout, ProbeSpec, load_script, load_spec
 from evalrun.records import AgentResult, Outcome
-from evalrun.sandbox.base import Sandbox, SandboxBackend
+from evalrun.sandbox.base import DEFAULT_SPEC, Sandbox, SandboxBackend, SandboxSpec
 from evalrun.tasks import Task, fingerprint, is_task_folder
 
 SCORE_PREFIX = "expect:"
@@ -38,7 +40,10 @@ class ProbeFormat:
     layout: ProbeLayout
     spec: ProbeSpec
     name: str = "probe"
-    image: TaskImage | None = None
+    sandbox_spec: SandboxSpec = DEFAULT_SPEC
+    step_plan: StepPlan | None = None
+    warnings: tuple[str, ...] = ()
+    kept_fields: Mapping[str, Any] = field(default_factory=dict)
 
     def cannot_run_on(self, backend: SandboxBackend) -> str | None:
         return None

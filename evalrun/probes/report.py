@@ -18,6 +18,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from evalrun.console import styled
 from evalrun.probes.format import SCORE_PREFIX
 from evalrun.records import Outcome, SampleRecord
 
@@ -63,6 +64,6 @@ def report_expectations(run_dir: Path, records: list[SampleRecord], console: Con
                 probe if i == 0 else "",
                 name,
                 f"{entry['passed']}/{entry['samples']}",
-                f"[{colour}]{entry['rate']:.2f}[/]",
+                styled(f"[{colour}]{{}}[/]", f"{entry['rate']:.2f}"),
             )
     console.print(table)

@@ -7,11 +7,17 @@ they work on runs copied from another machine. A folder that is not a run direct
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
+from evalrun.console import styled
 from evalrun.errors import UsageError
+
+if TYPE_CHECKING:
+    from evalrun.report.rundata import RunFiles
 
 DEFAULT_RUNS_DIR = Path("runs")
 
@@ -38,17 +44,55 @@ def ls(args: list[str], console: Console) -> int:
 
 
 def show(args: list[str], console: Console) -> int:
-    """evalrun show <run-dir>: the terminal report of a finished run, printed again."""
+    """evalrun show <run-dir> [task-id]: the terminal report of a run, printed again (and the
+    tasks that did not run); with a task id, that task's view: its samples and every field of
+    its task file evalrun keeps but does not use."""
     from evalrun.report.rundata import load_run
     from evalrun.report.terminal import render
 
-    run = load_run(_one_dir(args, "evalrun show <run-dir>"))
+    usage = "evalrun show <run-dir> [task-id]"
+    if not 1 <= len(args) <= 2 or any(a.startswith("-") for a in args):
+        raise UsageError(f"usage: {usage}")
+    run = load_run(_one_dir(args[:1], usage))
+    if len(args) == 2:
+        return show_task(run, args[1], console)
     render(run.summary, run.run_dir, console)
+    for task in run.skipped:
+        console.print(
+            styled("[yellow]skipped[/] {} ({}):", task.get("id"), task.get("kind")),
+            str(task.get("reason")),
+        )
     if not run.finished:
         console.print(
-            f"[yellow]unfinished run:[/] {run.summary.samples} of {run.plan.get('cells', '?')} "
-            "samples recorded (summary computed from samples.jsonl)"
+            styled("[yellow]unfinished run:[/]"),
+            f"{run.summary.samples} of {run.plan.get('cells', '?')} "
+            "samples recorded (summary computed from samples.jsonl)",
         )
+    return 0
+
+
+def show_task(run: RunFiles, task_id: str, console: Console) -> int:
+    """One task of a run: what the plan says of it, its samples, its kept task-file fields."""
+    entry = next((t for t in run.plan.get("tasks", []) if t.get("id") == task_id), None)
+    if entry is None:
+        skipped = next((t for t in run.skipped if t.get("id") == task_id), None)
+        if skipped is None:
+            known = ", ".join(str(t.get("id")) for t in run.plan.get("tasks", []))
+            raise UsageError(f"{run.run_dir}: no task {task_id!r} in this run (tasks: {known})")
+        console.print(f"{task_id}: did not run ({skipped.get('kind')}): {skipped.get('reason')}")
+        return 0
+    console.print(styled("[bold]{}[/]", task_id))
+    for key in ("format", "difficulty", "tags", "fingerprint"):
+        console.print(f"  {key:<12} {entry.get(key, '')}")
+    for rec in (r for r in run.records if r.task_id == task_id):
+        reason = f": {rec.reason}" if rec.reason else ""
+        console.print(f"  trial {rec.trial:<6} {rec.outcome.value}{reason}")
+    fields = run.task_fields(task_id)
+    if fields:
+        console.print("  kept from the task file, not used by evalrun:")
+        width = max(len(k) for k in fields)
+        for key, value in fields.items():
+            console.print(f"    {key:<{width}}  {json.dumps(value, ensure_ascii=False)}")
     return 0
 
 

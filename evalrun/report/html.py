@@ -97,6 +97,7 @@ def run_html(run: RunFiles) -> str:
         f'<div class="plots">{plots(run)}</div>',
         "<h2>Tasks</h2>",
         task_table(run),
+        skipped_section(run),
         group_section("By tag", s.by_tag, s.ks),
         group_section("By difficulty", s.by_difficulty, s.ks),
         errors_section(run),
@@ -309,6 +310,32 @@ def sample_body(run: RunFiles, rec: SampleRecord) -> str:
     return "".join(parts)
 
 
+def skipped_section(run: RunFiles) -> str:
+    """The suite's tasks that did not run, and why."""
+    if not run.skipped:
+        return ""
+    items = "".join(
+        f"<li><code>{escape(str(s.get('id')))}</code> ({escape(str(s.get('kind')))}): "
+        f"{escape(str(s.get('reason')))}</li>"
+        for s in run.skipped
+    )
+    return f"<h3>Skipped: {len(run.skipped)} tasks did not run</h3><ul>{items}</ul>"
+
+
+def fields_table(fields: dict) -> str:
+    """A task's kept-but-unused file fields (dotted key, JSON value)."""
+    rows = "".join(
+        f"<tr><td><code>{escape(key)}</code></td><td><code>"
+        f"{escape(json.dumps(value, ensure_ascii=False))}</code></td></tr>"
+        for key, value in fields.items()
+    )
+    return (
+        "<details><summary>task file fields evalrun keeps but does not use</summary>"
+        f"<table><thead><tr><th>key</th><th>value</th></tr></thead><tbody>{rows}</tbody>"
+        "</table></details>"
+    )
+
+
 def samples_section(run: RunFiles) -> str:
     out = []
     for index, t in enumerate(run.summary.tasks):
@@ -321,10 +348,12 @@ def samples_section(run: RunFiles) -> str:
             f'<div class="sample-body">{sample_body(run, r)}</div></details>'
             for r in recs
         )
+        fields = run.task_fields(t.task_id)
         out.append(
             f'<details class="task" id="t-{index}"><summary>{escape(t.task_id)} '
             f'<span class="muted">{t.passes}/{t.n} passed'
             f"{f', {t.errors} errors' if t.errors else ''}</span></summary>"
+            f"{fields_table(fields) if fields else ''}"
             f"{inner or '<p class=muted>no sample recorded</p>'}</details>"
         )
     return "".join(out)

@@ -63,6 +63,19 @@ class RunFiles:
         return f"{name} ({model})" if model else name
 
     @property
+    def skipped(self) -> list[dict[str, str]]:
+        """The suite's tasks that did not run: {id, kind (cannot load / cannot run), reason}."""
+        return [s for s in self.plan.get("skipped", []) if isinstance(s, dict)]
+
+    def task_fields(self, task_id: str) -> dict[str, Any]:
+        """What a task's file says that evalrun does not use (kept in plan.json), by dotted key."""
+        for task in self.plan.get("tasks", []):
+            if isinstance(task, dict) and task.get("id") == task_id:
+                fields = task.get("fields")
+                return fields if isinstance(fields, dict) else {}
+        return {}
+
+    @property
     def started_at(self) -> float | None:
         return min((r.started_at for r in self.records), default=None)
 

@@ -6,7 +6,9 @@ from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
+from evalrun.console import make_console, styled
 from evalrun.metrics import PASS_AT, PASS_HAT, GroupStats, Summary
 
 
@@ -24,7 +26,7 @@ def fmt_estimate(group: GroupStats, base: str, k: int, digits: int = 2) -> str:
     return fmt(group.value(base, k), digits) if estimate is None else estimate.plus_minus(digits)
 
 
-def interval_line(summary: Summary) -> str | None:
+def interval_line(summary: Summary) -> Text | None:
     """The exact 95% intervals of the headline figures and the method that gave them."""
     o, kmax = summary.overall, max(summary.ks)
     heads = [(PASS_AT, 1)] + ([(PASS_AT, kmax), (PASS_HAT, kmax)] if kmax > 1 else [])
@@ -33,7 +35,7 @@ def interval_line(summary: Summary) -> str | None:
         return None
     methods = ", ".join(sorted({est.method for _, est in shown}))
     bounds = " · ".join(f"{name} {est.interval()}" for name, est in shown)
-    return f"[dim]95% CI over {shown[0][1].tasks} tasks ({methods}): {bounds}[/]"
+    return styled("[dim]95% CI over {} tasks ({}): {}[/]", shown[0][1].tasks, methods, bounds)
 
 
 def task_table(summary: Summary) -> Table:
@@ -49,12 +51,11 @@ def task_table(summary: Summary) -> Table:
     table.add_column("errors", justify="right")
     table.add_column("latency s", justify="right")
     for s in summary.tasks:
-        flag = " [yellow]flaky[/]" if s.flaky else ""
         colour = "green" if s.n and s.passes == s.n else ("red" if s.passes == 0 else "yellow")
-        row = [
-            s.task_id + flag,
+        row: list[str | Text] = [
+            styled("{} [yellow]flaky[/]" if s.flaky else "{}", s.task_id),
             s.difficulty,
-            f"[{colour}]{s.passes}/{s.n}[/]",
+            styled(f"[{colour}]{{}}/{{}}[/]", s.passes, s.n),
             fmt(s.pass_at.get(1)),
         ]
         if kmax > 1:
@@ -81,10 +82,11 @@ def group_table(title: str, groups: dict, ks: list[int]) -> Table:
     return table
 
 
-def summary_lines(summary: Summary) -> list[str]:
+def summary_lines(summary: Summary) -> list[Text]:
+    """The summary block, a line each (styled; `.plain` is the text)."""
     o = summary.overall
     kmax = max(summary.ks)
-    parts = [f"pass@1 [bold]{fmt_estimate(o, PASS_AT, 1, 3)}[/]"]
+    parts: list[str] = []
     if kmax > 1:
         parts += [
             f"pass@{kmax} {fmt_estimate(o, PASS_AT, kmax, 3)}",
@@ -92,8 +94,8 @@ def summary_lines(summary: Summary) -> list[str]:
         ]
     parts.append(f"flaky tasks {o.flaky_tasks}")
     intervals = interval_line(summary)
-    lines = [
-        "  ".join(parts),
+    lines: list[str | Text] = [
+        styled("pass@1 [bold]{}[/]  {}", fmt_estimate(o, PASS_AT, 1, 3), "  ".join(parts)),
         *([intervals] if intervals else []),
         f"samples {summary.samples}  passed {summary.passes}  failed "
         f"{summary.scored - summary.passes}  errors {summary.errors} (not in pass rates)",
@@ -117,11 +119,11 @@ def summary_lines(summary: Summary) -> list[str]:
             f"cost-equivalent tokens {c.cost_equivalent_tokens:,.0f} "
             "(input x1, cache write x1.25, cache read x0.1, output x5)"
         )
-    return lines
+    return [line if isinstance(line, Text) else Text(line) for line in lines]
 
 
 def render(summary: Summary, run_dir: Path, console: Console | None = None) -> None:
-    console = console or Console()
+    console = console or make_console(wide=True)
     console.print(task_table(summary))
     if len(summary.by_tag) > 1:
         console.print(group_table("By tag", summary.by_tag, summary.ks))
@@ -130,7 +132,9 @@ def render(summary: Summary, run_dir: Path, console: Console | None = None) -> N
     for line in summary_lines(summary):
         console.print(line)
     if summary.error_samples:
-        console.print(f"[red]{len(summary.error_samples)} samples ended in a harness error:[/]")
+        console.print(
+            styled("[red]{} samples ended in a harness error:[/]", len(summary.error_samples))
+        )
         for err in summary.error_samples[:20]:
             console.print(f"  {err.task_id}#{err.trial}: {err.reason}")
     console.print(f"run directory: {run_dir}")

@@ -1,10 +1,18 @@
-"""The sandbox contract every backend implements and the conformance suite checks."""
+"""The sandbox contract every backend implements and the conformance suite checks.
+
+A backend opens one sandbox per sample. Most tasks take the backend as configured; a task that
+asks for more - its own image, its workspace at a given path, no network or the network, CPU and
+memory of its own (Harbor's `[environment]`) - says so in a `SandboxSpec`. A backend tells
+planning which specs it cannot honour (`cannot_host`, with the reason a user can act on) and
+honours the rest in `open`; planning skips or refuses the tasks it cannot host.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -66,6 +74,60 @@ class Sandbox(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class TaskImage:
+    """A task that must run in a container image of its own.
+
+    `context_dir` is a Docker build context holding a `Dockerfile` (built offline, FROM the
+    backend's local base image, see `evalrun.harbor_image`); `prebuilt` names an image that must
+    already exist locally (or be pullable) when there is no Dockerfile.
+    """
+
+    task_id: str
+    context_dir: Path | None
+    prebuilt: str | None = None
+    build_timeout_s: float = 600.0
+
+    def describe(self) -> str:
+        if self.context_dir is not None:
+            return f"its own image ({self.context_dir / 'Dockerfile'})"
+        return f"the prebuilt image {self.prebuilt!r}"
+
+
+class Network(StrEnum):
+    """What a task says about the network its samples get."""
+
+    unspecified = "unspecified"  # nothing: the backend's own setting (no network on bwrap/docker)
+    none = "none"  # no network at all, on every backend
+    public = "public"  # the task needs the network
+
+
+@dataclass(frozen=True)
+class SandboxSpec:
+    """What one task asks of its samples' sandboxes beyond the backend's configuration.
+
+    `workdir`: the absolute path of the workspace inside the sandbox (None: the backend's own).
+    `cpus` / `memory_mb`: the task's own limits, replacing the backend's where it enforces them.
+    `env`: variables every command in the sandbox sees (already resolved on the host).
+    `user`: the user commands run as (None: the backend's sandbox user).
+    """
+
+    image: TaskImage | None = None
+    workdir: str | None = None
+    network: Network = Network.unspecified
+    cpus: float | None = None
+    memory_mb: int | None = None
+    env: tuple[tuple[str, str], ...] = field(default=())
+    user: str | None = None
+
+    @property
+    def is_default(self) -> bool:
+        return self == SandboxSpec()
+
+
+DEFAULT_SPEC = SandboxSpec()
+
+
 class SandboxBackend(Protocol):
     """Makes sandboxes. Instantiated from the `sandbox` config group."""
 
@@ -76,9 +138,41 @@ class SandboxBackend(Protocol):
         """Raise `SandboxUnavailable` (a usage error) when this backend cannot run here."""
         ...
 
-    def open(self, label: str) -> AbstractAsyncContextManager[Sandbox]:
-        """A fresh sandbox; closing it removes everything it made."""
+    def cannot_host(self, spec: SandboxSpec) -> str | None:
+        """Why this backend cannot give a sandbox what `spec` asks (None: it can)."""
         ...
+
+    def open(
+        self, label: str, spec: SandboxSpec = DEFAULT_SPEC
+    ) -> AbstractAsyncContextManager[Sandbox]:
+        """A fresh sandbox as `spec` asks; closing it removes everything it made."""
+        ...
+
+
+def switches_users(sandbox: Sandbox) -> bool:
+    """True when `exec(..., user=...)` can run a command as another user (`docker` only).
+
+    Backends say so with a `switches_users = True` attribute on their sandboxes; elsewhere every
+    command runs as the backend's one sandbox user.
+    """
+    return bool(getattr(sandbox, "switches_users", False))
+
+
+RESERVED_PATHS = ("/bin", "/dev", "/etc", "/evalrun", "/home/agent", "/lib", "/lib32", "/lib64")
+RESERVED_PATHS += ("/libx32", "/proc", "/sbin", "/sys", "/tmp", "/usr")
+
+
+def bad_workdir(path: str) -> str | None:
+    """Why `path` cannot be a sandbox's workspace (None: it can): it must be an absolute, normal
+    path that is not `/` and not in or above a folder the sandboxes themselves provide."""
+    import posixpath
+
+    if not path.startswith("/") or posixpath.normpath(path) != path.rstrip("/") or path == "/":
+        return f"expected an absolute path like /app, got {path!r}"
+    for reserved in RESERVED_PATHS:
+        if path == reserved or path.startswith(reserved + "/") or reserved.startswith(path + "/"):
+            return f"{path!r} is or holds {reserved}, which the sandbox itself provides"
+    return None
 
 
 GIT_IDENTITY = {

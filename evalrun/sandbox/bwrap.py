@@ -12,8 +12,9 @@ What a sandboxed command sees (and nothing else):
 /dev /proc                minimal devices; a proc of its own pid namespace
 ```
 
-The root is read-only; there is no network (only a loopback of its own), no view of other
-processes, no capabilities, and only an allow-listed environment. The tasks folder, the run
+The root is read-only; there is no network (only a loopback of its own) unless
+`network: host` shares the host's, no view of other processes, no capabilities, and only an
+allow-listed environment. The tasks folder, the run
 directory, the user's home and every other host path are simply not mounted. Each sample's folders
 live in a host temp root that is removed when the sandbox closes.
 
@@ -28,6 +29,10 @@ Limits, applied with `ulimit` inside the namespaces, so they count only this sam
   also keeps concurrent samples apart on the host.
 - `memory_mb`: RLIMIT_AS, the virtual address space of each process (not a total across
   processes; runtimes that reserve large ranges - JVM, node - need it raised or `null`).
+What a task may ask (`SandboxSpec`): its workspace at another absolute path (`/app`: bound there
+instead of /workspace), no network (always honoured, also with `network: host`), the network
+(only with `network: host`), and variables every command sees. A task image cannot be given;
+the task's CPU and memory limits and users are not enforced (the limits above apply).
 Every command's whole process tree dies with it: killing `bwrap` (timeout, cancellation) tears
 down its pid namespace, and background processes end when the command ends.
 """
@@ -51,7 +56,15 @@ from functools import cached_property
 from pathlib import Path
 
 from evalrun.errors import SandboxError, SandboxUnavailable, UsageError
-from evalrun.sandbox.base import Command, ExecResult, sandbox_env
+from evalrun.sandbox.base import (
+    DEFAULT_SPEC,
+    Command,
+    ExecResult,
+    Network,
+    SandboxSpec,
+    bad_workdir,
+    sandbox_env,
+)
 from evalrun.sandbox.process import run_process
 
 WORKDIR = "/workspace"
@@ -88,19 +101,29 @@ _UNTAR = 'mkdir -p -- "$1" && tar -x -p -f - -C "$1" || exit 5'
 class BwrapSandbox:
     """One sample: a host temp root whose folders are bound into every command's namespaces."""
 
-    workdir = WORKDIR
     private_dir = PRIVATE_DIR
 
-    def __init__(self, backend: BwrapBackend, root: Path, host_uid: int | None):
+    def __init__(
+        self,
+        backend: BwrapBackend,
+        root: Path,
+        host_uid: int | None,
+        spec: SandboxSpec = DEFAULT_SPEC,
+    ):
         self.root = root
+        self.workdir = spec.workdir or WORKDIR
         self._backend = backend
         self._host_uid = host_uid
+        self._share_net = backend.network == "host" and spec.network is not Network.none
+        self._env = dict(spec.env)
 
     def _argv(self, argv: Sequence[str], cwd: str) -> list[str]:
-        return self._backend.command(self.root, self._host_uid, argv, cwd)
+        return self._backend.command(
+            self.root, self._host_uid, argv, cwd, workdir=self.workdir, share_net=self._share_net
+        )
 
     def _cwd(self, cwd: str | None) -> str:
-        return os.path.normpath(os.path.join(WORKDIR, cwd or "."))
+        return os.path.normpath(os.path.join(self.workdir, cwd or "."))
 
     async def exec(
         self,
@@ -117,13 +140,15 @@ class BwrapSandbox:
         self,
         argv: Sequence[str],
         *,
-        cwd: str = WORKDIR,
+        cwd: str | None = None,
         env: Mapping[str, str] | None = None,
         timeout_s: float | None,
         stdin: bytes | None = None,
         output_limit: int | None = None,
     ) -> ExecResult:
-        full_env = sandbox_env(home=HOME_DIR, tmpdir="/tmp", path=SANDBOX_PATH, extra=env)
+        cwd = cwd or self.workdir
+        extra = {**self._env, **(env or {})}
+        full_env = sandbox_env(home=HOME_DIR, tmpdir="/tmp", path=SANDBOX_PATH, extra=extra)
         try:
             return await run_process(
                 self._argv(argv, cwd),
@@ -210,7 +235,10 @@ class BwrapBackend:
         memory_mb: int | None = 8192,
         max_processes: int | None = 512,
         extra_ro_paths: Sequence[str] = (),
+        network: str = "none",
     ):
+        if network not in ("none", "host"):
+            raise UsageError(f"sandbox.network: expected none or host, got {network!r}")
         for knob, value in (("memory_mb", memory_mb), ("max_processes", max_processes)):
             if value is not None and value < 1:
                 raise UsageError(f"sandbox.{knob}: expected a positive number or null, got {value}")
@@ -224,6 +252,7 @@ class BwrapBackend:
         self.memory_mb = memory_mb
         self.max_processes = max_processes
         self.extra_ro_paths = tuple(extra_ro_paths)
+        self.network = network
         self._as_root = os.geteuid() == 0
         self._uids = itertools.count()
         self._ready = False
@@ -278,8 +307,18 @@ class BwrapBackend:
             lines.append(f"ulimit -v {self.memory_mb * 1024}")
         return "; ".join([*lines, 'exec "$@"'])
 
-    def command(self, root: Path, host_uid: int | None, argv: Sequence[str], cwd: str) -> list[str]:
-        """The host argv that runs `argv` at in-sandbox `cwd` inside sample `root`'s sandbox."""
+    def command(
+        self,
+        root: Path,
+        host_uid: int | None,
+        argv: Sequence[str],
+        cwd: str,
+        *,
+        workdir: str = WORKDIR,
+        share_net: bool = False,
+    ) -> list[str]:
+        """The host argv that runs `argv` at in-sandbox `cwd` inside sample `root`'s sandbox,
+        whose workspace is bound at `workdir`; `share_net` keeps the host's network."""
         prefix = []
         if host_uid is not None:
             uid = str(host_uid)
@@ -290,12 +329,14 @@ class BwrapBackend:
             ("etc/hosts", "/etc/hosts", "--ro-bind"),
             ("tmp", "/tmp", "--bind"),
             ("home", HOME_DIR, "--bind"),
-            ("workspace", WORKDIR, "--bind"),
+            ("workspace", workdir, "--bind"),
             ("private", PRIVATE_DIR, "--bind"),
         ]
         mounts = [arg for rel, dest, how in binds for arg in (how, str(root / rel), dest)]
         for extra in self.extra_ro_paths:  # last, so a path under /tmp is not hidden by it
             mounts += ["--ro-bind", extra, extra]
+        if share_net:  # the host's network, and what resolves names on it
+            mounts += ["--share-net", "--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"]
         wrapper = ["bash", "-c", self._limits(), "evalrun-limits"]
         return [
             *prefix,
@@ -342,14 +383,34 @@ class BwrapBackend:
     def _next_uid(self) -> int | None:
         return HOST_UID_BASE + next(self._uids) % HOST_UID_SPAN if self._as_root else None
 
+    def cannot_host(self, spec: SandboxSpec) -> str | None:
+        if spec.image is not None:
+            return (
+                f"needs {spec.image.describe()}; sandbox=bwrap cannot run task images "
+                "(use sandbox=docker)"
+            )
+        if spec.workdir is not None and bad_workdir(spec.workdir):
+            return f"its workspace path cannot be used: {bad_workdir(spec.workdir)}"
+        if spec.network is Network.public and self.network != "host":
+            return (
+                "needs the network; sandbox=bwrap has none (sandbox.network=host shares the "
+                "host's, or use sandbox=docker with a network)"
+            )
+        return None
+
     @asynccontextmanager
-    async def open(self, label: str) -> AsyncIterator[BwrapSandbox]:
+    async def open(
+        self, label: str, spec: SandboxSpec = DEFAULT_SPEC
+    ) -> AsyncIterator[BwrapSandbox]:
+        problem = self.cannot_host(spec)
+        if problem:
+            raise SandboxError(problem)
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)
         root = Path(tempfile.mkdtemp(prefix=f"evalrun-bwrap-{safe}-"))
         try:
             uid = self._next_uid()
             await asyncio.to_thread(_make_root, root, uid)
-            yield BwrapSandbox(self, root, uid)
+            yield BwrapSandbox(self, root, uid, spec)
         finally:
             if not self.keep_workspaces:
                 await asyncio.to_thread(_remove_tree, root)

@@ -18,6 +18,14 @@ session of their own, the whole tree killed on timeout). If the killer itself ca
 bomb has taken every pid - or the output stream stays open after the kill, the container is
 restarted: every process in it dies, its files stay.
 
+What a task may ask (`SandboxSpec`): its own image (built offline from a Dockerfile, or a prebuilt
+one that must be local or pullable), its workspace at another absolute path (also the image's
+`WORKDIR` when the task names none; made the sandbox user's), no network (always honoured: the
+container gets `network_mode=none` whatever `network` says), the network (only when `network`
+names one), its own `cpus` and `memory_mb` (replacing the configured limits), variables every
+command sees, and the user commands run as (a name or uid in the image; the verifier may run as
+another, `exec(..., user=...)`).
+
 Every container carries the label `evalrun=1` and is removed when its sample ends, also on
 cancellation and Ctrl-C. Containers left by a process that was killed outright (SIGKILL) are
 removed by the next `preflight()` on the same host; `scripts/docker-cleanup.sh` removes them all.
@@ -35,15 +43,23 @@ import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from evalrun.errors import SandboxError, SandboxUnavailable
-from evalrun.formats.base import TaskImage
 from evalrun.harbor_image import TaskImages
-from evalrun.sandbox.base import Command, ExecResult, sandbox_env
+from evalrun.sandbox.base import (
+    DEFAULT_SPEC,
+    Command,
+    ExecResult,
+    Network,
+    SandboxSpec,
+    bad_workdir,
+    sandbox_env,
+)
 from evalrun.sandbox.container import ExecSession, tar_dirs, tar_file, tar_folder
 from evalrun.sandbox.output import BoundedBuffer
 
@@ -74,18 +90,22 @@ def _engine_address() -> str:
 class DockerSandbox:
     """One sample's container. Paths are relative to `workdir` unless absolute."""
 
-    workdir = WORKDIR
     private_dir = PRIVATE_DIR
     is_container = True  # absolute paths (/tests, /logs) are the container's own
+    switches_users = True  # exec(..., user=...) runs a command as another user
 
-    def __init__(self, backend: DockerBackend, container: Any):
+    def __init__(self, backend: DockerBackend, container: Any, started: Started):
         self._backend = backend
         self._container = container
         self._api = backend.client.api
         self.container_id: str = container.id
+        self.workdir = started.workdir
+        self.user = started.user
+        self.owner_ids = started.owner_ids
+        self._env = dict(started.env)
 
     def _abs(self, path: str) -> str:
-        return posixpath.normpath(posixpath.join(WORKDIR, path))
+        return posixpath.normpath(posixpath.join(self.workdir, path))
 
     async def _call(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """A blocking SDK call in a thread; engine errors become `SandboxError`."""
@@ -103,9 +123,11 @@ class DockerSandbox:
         cwd: str | None = None,
         env: Mapping[str, str] | None = None,
         timeout_s: float | None = None,
+        user: str | None = None,
     ) -> ExecResult:
         argv = ["bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
-        full_env = sandbox_env(home=HOME_DIR, tmpdir="/tmp", path=SANDBOX_PATH, extra=env)
+        extra = {**self._env, **(env or {})}
+        full_env = sandbox_env(home=HOME_DIR, tmpdir="/tmp", path=SANDBOX_PATH, extra=extra)
         session = ExecSession.new(EXEC_DIR)
         wrapped = session.argv(argv, cwd=self._abs(cwd or "."), env=full_env)
         started = time.monotonic()
@@ -115,7 +137,7 @@ class DockerSandbox:
             self._container.id,
             wrapped,
             stdin=False,
-            user=self._backend.user,
+            user=user or self.user,
         )
         exec_id = created["Id"]
         sock = await self._call("exec", self._api.exec_start, exec_id, socket=True)
@@ -167,7 +189,7 @@ class DockerSandbox:
         stat = await self._stat(target)
         if stat is not None and stat.get("mode", 0) & (1 << 31):
             raise IsADirectoryError(f"is a directory in the sandbox: {target}")
-        archive = tar_file(target.lstrip("/"), payload, self._backend.owner_ids)
+        archive = tar_file(target.lstrip("/"), payload, self.owner_ids)
         await self._call("put_archive", self._container.put_archive, "/", archive)
 
     async def _stat(self, target: str) -> dict | None:
@@ -205,7 +227,7 @@ class DockerSandbox:
         target = self._abs(path)
         try:
             archive = await asyncio.to_thread(
-                tar_folder, Path(host_dir), target.lstrip("/"), self._backend.owner_ids
+                tar_folder, Path(host_dir), target.lstrip("/"), self.owner_ids
             )
         except OSError as exc:
             raise SandboxError(
@@ -370,21 +392,36 @@ class DockerBackend:
                 removed += 1
         return removed
 
-    def _create(self, label: str, image: str) -> Any:
+    def cannot_host(self, spec: SandboxSpec) -> str | None:
+        if spec.workdir is not None and bad_workdir(spec.workdir):
+            return f"its workspace path cannot be used: {bad_workdir(spec.workdir)}"
+        if spec.network is Network.public and self.network == "none":
+            return (
+                "needs the network; sandbox.network=none gives it none (set sandbox.network to "
+                "a Docker network, e.g. bridge or host)"
+            )
+        if spec.image is not None and spec.image.context_dir is None:
+            return self.task_images.unavailable(spec.image)
+        return None
+
+    def _create(self, label: str, image: str, spec: SandboxSpec) -> tuple[Any, Started]:
         """Create, seed and start one container (blocking; runs in a thread)."""
+        workdir = spec.workdir or (self._image_workdir(image) if spec.image else None) or WORKDIR
+        memory = f"{spec.memory_mb}m" if spec.memory_mb else self.memory
+        cpus = spec.cpus or self.cpus
         container = self.client.containers.create(
             image,
             ["sleep", "infinity"],
             init=True,
-            network_mode=self.network,
-            mem_limit=self.memory,
-            memswap_limit=self.memory,
-            nano_cpus=int(self.cpus * 1e9) if self.cpus else None,
+            network_mode="none" if spec.network is Network.none else self.network,
+            mem_limit=memory,
+            memswap_limit=memory,
+            nano_cpus=int(cpus * 1e9) if cpus else None,
             pids_limit=self.pids_limit,
             cap_drop=["ALL"],
             cap_add=CAPABILITIES,
             security_opt=["no-new-privileges"],
-            working_dir=WORKDIR,
+            working_dir=workdir,
             hostname="sandbox",
             labels={
                 LABEL: "1",
@@ -394,21 +431,37 @@ class DockerBackend:
             },
         )
         try:
+            user, owner = self.user, self.owner_ids
+            if spec.user is not None:
+                user, owner = _resolve_user(container, spec.user)
             modes = {
-                WORKDIR: 0o755,
+                workdir: 0o755,
                 HOME_DIR: 0o755,
                 PRIVATE_DIR: 0o700,
                 EXEC_DIR: 0o700,
                 "/logs": 0o755,  # Harbor verifiers write /logs/verifier/reward.txt
                 "/logs/verifier": 0o755,
             }
-            folders = tar_dirs({path[1:]: mode for path, mode in modes.items()}, self.owner_ids)
+            folders = tar_dirs({path[1:]: mode for path, mode in modes.items()}, owner)
             container.put_archive("/", folders)
             container.start()
+            if spec.image is not None:  # the image's files in the workspace become the user's
+                chown = ["chown", "-R", f"{owner[0]}:{owner[1]}", "--", workdir]
+                done = container.exec_run(chown, user="0")
+                if done.exit_code != 0:
+                    raise SandboxError(
+                        f"could not hand {workdir} to the sandbox user: {done.output!r}"
+                    )
         except Exception:
             container.remove(force=True)
             raise
-        return container
+        return container, Started(workdir, user, owner, spec.env)
+
+    def _image_workdir(self, image: str) -> str | None:
+        """The image's WORKDIR, when it names one other than /."""
+        config = self.client.images.get(image).attrs.get("Config") or {}
+        workdir = (config.get("WorkingDir") or "").rstrip("/")
+        return workdir if workdir and not bad_workdir(workdir) else None
 
     def _dispose(self, container: Any) -> None:
         if self.keep_workspaces:
@@ -418,13 +471,16 @@ class DockerBackend:
         with suppress(Exception):
             container.remove(force=True)
 
-    def open(self, label: str) -> AbstractAsyncContextManager[DockerSandbox]:
-        return self._open(label, self.image)
-
     @asynccontextmanager
-    async def open_in_image(self, label: str, image: TaskImage) -> AsyncIterator[DockerSandbox]:
-        """A sandbox from a task's own image, built offline FROM `self.image` once per process."""
-        async with self._open(label, await self.task_images.resolve(image)) as box:
+    async def open(
+        self, label: str, spec: SandboxSpec = DEFAULT_SPEC
+    ) -> AsyncIterator[DockerSandbox]:
+        """A sandbox as `spec` asks: in the task's own image (built offline FROM `self.image`
+        once per process, or a prebuilt one) when it has one, else in `self.image`."""
+        image = self.image
+        if spec.image is not None:
+            image = await self.task_images.resolve(spec.image)
+        async with self._open(label, image, spec) as box:
             yield box
 
     @cached_property
@@ -432,21 +488,23 @@ class DockerBackend:
         return TaskImages(lambda: self.client, self.image)
 
     @asynccontextmanager
-    async def _open(self, label: str, image: str) -> AsyncIterator[DockerSandbox]:
+    async def _open(
+        self, label: str, image: str, spec: SandboxSpec
+    ) -> AsyncIterator[DockerSandbox]:
         import docker
 
-        creating = asyncio.ensure_future(asyncio.to_thread(self._create, label, image))
+        creating = asyncio.ensure_future(asyncio.to_thread(self._create, label, image, spec))
         try:
-            container = await asyncio.shield(creating)
+            container, started = await asyncio.shield(creating)
         except asyncio.CancelledError:
             # The thread goes on creating the container; wait for it and remove it.
             with suppress(Exception):
-                await asyncio.to_thread(self._dispose, await creating)
+                await asyncio.to_thread(self._dispose, (await creating)[0])
             raise
         except docker.errors.DockerException as exc:
             raise SandboxError(f"docker could not start {image}: {exc}") from exc
         try:
-            yield DockerSandbox(self, container)
+            yield DockerSandbox(self, container, started)
         finally:
             disposing = asyncio.ensure_future(asyncio.to_thread(self._dispose, container))
             try:
@@ -454,6 +512,35 @@ class DockerBackend:
             except asyncio.CancelledError:
                 await disposing
                 raise
+
+
+@dataclass(frozen=True)
+class Started:
+    """What one sample's container was started with, as its sandbox needs to know."""
+
+    workdir: str
+    user: str  # what `docker exec` runs commands as: uid:gid or a name
+    owner_ids: tuple[int, int]  # who owns the files put into it
+    env: tuple[tuple[str, str], ...]
+
+
+def _resolve_user(container: Any, user: str) -> tuple[str, tuple[int, int]]:
+    """A task's user (a name in the image, a uid, or uid:gid) as (exec user, (uid, gid))."""
+    if _USER.match(user):
+        uid, _, gid = user.partition(":")
+        return f"{uid}:{gid or uid}", (int(uid), int(gid or uid))
+    import io
+    import tarfile
+
+    chunks, _ = container.get_archive("/etc/passwd")
+    with tarfile.open(fileobj=io.BytesIO(b"".join(chunks))) as tar:
+        member = tar.extractfile(tar.getmembers()[0])
+        passwd = member.read().decode(errors="replace") if member else ""
+    for line in passwd.splitlines():
+        fields = line.split(":")
+        if len(fields) > 3 and fields[0] == user and fields[2].isdigit() and fields[3].isdigit():
+            return f"{fields[2]}:{fields[3]}", (int(fields[2]), int(fields[3]))
+    raise SandboxError(f"the task's user {user!r} is not in the image's /etc/passwd")
 
 
 def _alive(pid: int) -> bool:

@@ -3,6 +3,13 @@
 Commands run with an allow-listed environment and their own process group, but they can see and
 write the whole host filesystem. Use it for trusted agents (oracle, noop) and for speed; use
 `bwrap` or `docker` for anything that should not be able to find the oracle.
+
+What a task may ask (`SandboxSpec`): `network=none` runs every command in a network namespace
+of its own (`unshare --net`; as a non-root user with `--map-current-user`), so a task that must
+have no network has none here either - where this host cannot do that, such tasks are skipped.
+`env` is added to every command's environment. A task image or a workspace at a fixed path
+cannot be given (the workspace is a temp folder); CPU and memory limits and users are not
+enforced.
 """
 
 from __future__ import annotations
@@ -10,21 +17,40 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
+import subprocess
 import tempfile
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from functools import cached_property
 from pathlib import Path
 
 from evalrun.errors import SandboxError
-from evalrun.sandbox.base import Command, ExecResult, sandbox_env
+from evalrun.sandbox.base import (
+    DEFAULT_SPEC,
+    Command,
+    ExecResult,
+    Network,
+    SandboxSpec,
+    sandbox_env,
+)
 from evalrun.sandbox.process import run_process
 
 
 class LocalSandbox:
     """A workspace folder on the host; `exec` runs host processes inside it."""
 
-    def __init__(self, root: Path, *, output_limit: int, path_env: str):
+    def __init__(
+        self,
+        root: Path,
+        *,
+        output_limit: int,
+        path_env: str,
+        prefix: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+    ):
         self.root = root
+        self._prefix = list(prefix)  # e.g. `unshare --net --`: no network for this sample
+        self._env = dict(env or {})
         self.workdir = str(root / "workspace")
         self.private_dir = str(root / "private")
         self._home = root / "home"
@@ -47,11 +73,14 @@ class LocalSandbox:
     ) -> ExecResult:
         argv = ["bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
         full_env = sandbox_env(
-            home=str(self._home), tmpdir=str(self._tmp), path=self._path_env, extra=env
+            home=str(self._home),
+            tmpdir=str(self._tmp),
+            path=self._path_env,
+            extra={**self._env, **(env or {})},
         )
         try:
             return await run_process(
-                argv,
+                [*self._prefix, *argv],
                 cwd=str(self._abs(cwd or ".")),
                 env=full_env,
                 timeout_s=timeout_s,
@@ -102,12 +131,59 @@ class LocalBackend:
 
             raise SandboxUnavailable("sandbox=local needs bash on PATH")
 
+    @cached_property
+    def _offline_prefix(self) -> list[str] | str:
+        """The argv prefix that takes the network away from a command, or why there is none."""
+        found = shutil.which("unshare")
+        if found is None:
+            return "unshare (util-linux) is not installed"
+        mapping = [] if os.geteuid() == 0 else ["--map-current-user"]
+        loopback = 'ip link set lo up 2>/dev/null; exec "$@"'  # a loopback of its own, as bwrap's
+        prefix = [found, "--net", *mapping, "--", "bash", "-c", loopback, "evalrun-offline"]
+        try:
+            done = subprocess.run([*prefix, "true"], capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"`unshare --net` could not start ({exc})"
+        if done.returncode != 0:
+            return f"`unshare --net` failed here ({done.stderr.strip() or done.returncode})"
+        return prefix
+
+    def cannot_host(self, spec: SandboxSpec) -> str | None:
+        if spec.image is not None:
+            return (
+                f"needs {spec.image.describe()}; sandbox=local cannot run task images "
+                "(use sandbox=docker)"
+            )
+        if spec.workdir is not None:
+            return (
+                f"needs its workspace at {spec.workdir}; sandbox=local works in a temp folder "
+                "(use sandbox=bwrap or sandbox=docker)"
+            )
+        if spec.network is Network.none and isinstance(self._offline_prefix, str):
+            return (
+                f"must have no network, and sandbox=local cannot take it away: "
+                f"{self._offline_prefix} (use sandbox=bwrap or sandbox=docker)"
+            )
+        return None
+
     @asynccontextmanager
-    async def open(self, label: str) -> AsyncIterator[LocalSandbox]:
+    async def open(
+        self, label: str, spec: SandboxSpec = DEFAULT_SPEC
+    ) -> AsyncIterator[LocalSandbox]:
+        problem = self.cannot_host(spec)
+        if problem:
+            raise SandboxError(problem)
+        prefix = self._offline_prefix if spec.network is Network.none else []
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)
         root = Path(tempfile.mkdtemp(prefix=f"evalrun-{safe}-"))
         try:
-            yield LocalSandbox(root, output_limit=self.output_limit, path_env=self._path_env)
+            yield LocalSandbox(
+                root,
+                output_limit=self.output_limit,
+                path_env=self._path_env,
+                prefix=prefix if isinstance(prefix, list) else [],
+                env=dict(spec.env),
+            )
         finally:
             if not self.keep_workspaces:
                 await asyncio.to_thread(shutil.rmtree, root, True)

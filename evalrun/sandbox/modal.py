@@ -20,6 +20,10 @@ Docker: an allow-listed environment, a session of their own, the whole tree kill
 /home/agent    HOME, empty;  /tmp  TMPDIR
 ```
 
+What a task may ask (`SandboxSpec`): no network (`block_network=True` for its sandboxes, always),
+the network (only with `block_network: false`), its own `cpus` and `memory_mb`, and variables
+every command sees. A task image or a workspace at another path cannot be given here.
+
 Known limitation: commands run as root inside the Modal sandbox (Modal's default), so unlike the
 docker backend an agent there could alter the system tools verify.sh later uses.
 
@@ -40,7 +44,14 @@ from pathlib import Path
 from typing import Any
 
 from evalrun.errors import SandboxError, SandboxUnavailable
-from evalrun.sandbox.base import Command, ExecResult, sandbox_env
+from evalrun.sandbox.base import (
+    DEFAULT_SPEC,
+    Command,
+    ExecResult,
+    Network,
+    SandboxSpec,
+    sandbox_env,
+)
 from evalrun.sandbox.container import ExecSession, tar_folder
 from evalrun.sandbox.output import BoundedBuffer
 
@@ -73,9 +84,10 @@ class ModalSandbox:
     private_dir = PRIVATE_DIR
     is_container = True  # absolute paths (/tests, /logs) are the sandbox's own
 
-    def __init__(self, sandbox: Any, output_limit: int):
+    def __init__(self, sandbox: Any, output_limit: int, env: Mapping[str, str] | None = None):
         self._sb = sandbox
         self._output_limit = output_limit
+        self._env = dict(env or {})
         self.sandbox_id: str | None = getattr(sandbox, "object_id", None)
 
     def _abs(self, path: str) -> str:
@@ -103,7 +115,8 @@ class ModalSandbox:
     ) -> ExecResult:
         modal = _modal()
         argv = ["bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
-        full_env = sandbox_env(home=HOME_DIR, tmpdir="/tmp", path=SANDBOX_PATH, extra=env)
+        extra = {**self._env, **(env or {})}
+        full_env = sandbox_env(home=HOME_DIR, tmpdir="/tmp", path=SANDBOX_PATH, extra=extra)
         session = ExecSession.new(EXEC_DIR)
         wrapped = session.argv(argv, cwd=self._abs(cwd or "."), env=full_env)
         backstop = None if timeout_s is None else math.ceil(timeout_s) + EXEC_TIMEOUT_MARGIN_S
@@ -251,7 +264,19 @@ class ModalBackend:
             self._app = await modal.App.lookup.aio(self.app_name, create_if_missing=True)
         return self._app
 
-    async def _create(self) -> Any:
+    def cannot_host(self, spec: SandboxSpec) -> str | None:
+        if spec.image is not None:
+            return (
+                f"needs {spec.image.describe()}; sandbox=modal cannot run task images here "
+                "(use sandbox=docker)"
+            )
+        if spec.workdir is not None:
+            return f"needs its workspace at {spec.workdir}; sandbox=modal keeps it at {WORKDIR}"
+        if spec.network is Network.public and self.block_network:
+            return "needs the network; sandbox.block_network=true gives it none"
+        return None
+
+    async def _create(self, spec: SandboxSpec) -> Any:
         modal = _modal()
         try:
             return await modal.Sandbox.create.aio(
@@ -260,10 +285,10 @@ class ModalBackend:
                 app=await self._lookup_app(),
                 image=self._image_spec(),
                 timeout=self.timeout_s,
-                block_network=self.block_network,
+                block_network=self.block_network or spec.network is Network.none,
                 workdir=WORKDIR,
-                cpu=self.cpu,
-                memory=self.memory_mb,
+                cpu=spec.cpus or self.cpu,
+                memory=spec.memory_mb or self.memory_mb,
             )
         except modal.exception.Error as exc:
             raise SandboxError(f"modal could not create a sandbox: {exc}") from exc
@@ -274,8 +299,13 @@ class ModalBackend:
                 await sandbox.terminate.aio()
 
     @asynccontextmanager
-    async def open(self, label: str) -> AsyncIterator[ModalSandbox]:
-        creating = asyncio.ensure_future(self._create())
+    async def open(
+        self, label: str, spec: SandboxSpec = DEFAULT_SPEC
+    ) -> AsyncIterator[ModalSandbox]:
+        problem = self.cannot_host(spec)
+        if problem:
+            raise SandboxError(problem)
+        creating = asyncio.ensure_future(self._create(spec))
         try:
             sandbox = await asyncio.shield(creating)
         except asyncio.CancelledError:
@@ -283,7 +313,7 @@ class ModalBackend:
                 await self._terminate(await creating)
             raise
         try:
-            box = ModalSandbox(sandbox, self.output_limit)
+            box = ModalSandbox(sandbox, self.output_limit, dict(spec.env))
             code, stderr = await box._plain(["bash", "-c", _PREPARE])
             if code != 0:
                 raise SandboxError(f"preparing the modal sandbox failed: {stderr.strip()}")

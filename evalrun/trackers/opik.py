@@ -18,8 +18,7 @@ import contextlib
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from rich.console import Console
-
+from evalrun.console import make_console, styled
 from evalrun.errors import UsageError
 from evalrun.extras import require
 from evalrun.opik_export import ExperimentExport, connect
@@ -55,7 +54,7 @@ class OpikTracker:
             flush_timeout_s=flush_timeout_s,
             probe_timeout_s=probe_timeout_s,
         )
-        self.console = Console(stderr=True, soft_wrap=True)
+        self.console = make_console(stderr=True, soft_wrap=True)
         self._export: ExperimentExport | None = None
         self._run_dir: Path | None = None
         self._assertions: dict[str, tuple[str, ...]] = {}  # probe id -> its assertions
@@ -131,9 +130,9 @@ class OpikTracker:
         route = JudgeRoute.of(self._judge)
         if route is None:
             self.console.print(
-                "[yellow]opik:[/] probe assertions not run: no judge model "
+                styled("[yellow]opik:[/]"),
+                "probe assertions not run: no judge model "
                 "(choose one with judge=default or judge=<option>)",
-                highlight=False,
             )
             return
         items = suite_items(self._records, self._assertions)
@@ -150,8 +149,8 @@ class OpikTracker:
             write_results(self._run_dir, results)
         except Exception as exc:
             self.console.print(
-                f"[yellow]opik:[/] probe assertions not run as a test suite: {_describe(exc)}",
-                highlight=False,
+                styled("[yellow]opik:[/]"),
+                f"probe assertions not run as a test suite: {_describe(exc)}",
             )
             return
         self.console.print(
@@ -166,10 +165,10 @@ class OpikTracker:
             with contextlib.suppress(Exception):  # already failing; nothing more to report
                 export.client.end(flush=False)
         self.console.print(
-            f"[yellow]opik:[/] {reason}\n"
+            styled("[yellow]opik:[/]"),
+            f"{reason}\n"
             f"  Nothing is lost: the run is kept in full in {self._run_dir}; "
             f"send it to Opik later with: evalrun push {self._run_dir}",
-            highlight=False,
         )
 
 
