@@ -30,6 +30,8 @@ PASS_AT, PASS_HAT = "pass@", "pass^"
 def pass_metric(base: str, k: int) -> str:
     """The name of a pass metric - `pass@3`, `pass^3` - as the gate, diff and reports spell it."""
     return f"{base}{k}"
+
+
 WORST_LISTED = 5  # lowest-scored samples listed per judge
 
 

@@ -77,3 +77,16 @@ def test_the_cli_prints_an_error_message_with_its_brackets(tmp_path):
     assert proc.returncode == 2  # the only task cannot load: nothing to check
     assert "error: no task in" in proc.stderr
     assert "unknown table [verifier.tests]" in proc.stderr
+
+
+def test_every_console_comes_from_the_one_seam():
+    """No module makes its own markup-reading console or escapes per call: evalrun.console is
+    the one way text reaches the terminal (html/svg pages escape for HTML, not rich)."""
+    offenders = []
+    for path in sorted((REPO / "evalrun").rglob("*.py")):
+        if path.name == "console.py":
+            continue
+        text = path.read_text()
+        if "Console(" in text or "rich.markup import escape" in text:
+            offenders.append(str(path.relative_to(REPO)))
+    assert offenders == []

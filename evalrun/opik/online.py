@@ -28,8 +28,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 from rich.console import Console
-from rich.markup import escape
 
+from evalrun.console import make_console, styled
 from evalrun.errors import UsageError
 from evalrun.gate import build_profile, print_verdict
 from evalrun.metrics import summarize
@@ -68,7 +68,7 @@ class OnlineRun:
         self.profile = build_profile(cfg.profile, cfg.baseline)
         self.config = redact(OmegaConf.to_container(cfg, resolve=True))
         self.console, self.overrides = console, overrides
-        self.err = Console(stderr=True, soft_wrap=True)
+        self.err = make_console(stderr=True, soft_wrap=True)
         self.store = RunStore(s.run_dir)
         criteria = [
             {"name": c.name, "model": c.model, "config_hash": c.config_hash} for c in self.criteria
@@ -165,9 +165,12 @@ class OnlineRun:
         missing = [i for i in ids if i not in by_id]
         if missing:
             self.err.print(
-                f"[yellow]{len(missing)} planned {self.s.level} are no longer listed "
-                f"and cannot be judged: {', '.join(missing[:5])}[/]",
-                highlight=False,
+                styled(
+                    "[yellow]{} planned {} are no longer listed and cannot be judged: {}[/]",
+                    len(missing),
+                    self.s.level,
+                    ", ".join(missing[:5]),
+                )
             )
         # a thread that got new messages since keeps its planned cell (the plan's fingerprint)
         return [replace(by_id[i], fingerprint=ids[i]) for i in ids if i in by_id]
@@ -197,9 +200,7 @@ class OnlineRun:
             if opik_down(exc):
                 self.state.stopped, self.opik_error = "opik", exc
                 return False
-            self.err.print(
-                f"[yellow]opik refused the scores of {unit.id}: {exc}[/]", highlight=False
-            )
+            self.err.print(styled("[yellow]opik refused the scores of {}: {}[/]", unit.id, exc))
             return True
         self._mark(unit.id, delivered=True)
         return True
@@ -238,7 +239,7 @@ class OnlineRun:
             f"{n} {v:.2f}" if v is not None else f"{n} failed" for n, v in rec.scores.items()
         )
         self.console.print(
-            f"judged {escape(unit.id)}  {shown or error or rec.reason}",
+            f"judged {unit.id}  {shown or error or rec.reason}",
             highlight=False,
             soft_wrap=True,
         )
@@ -271,16 +272,16 @@ class OnlineRun:
 
             write_reports(self.s.run_dir)
         except Exception as exc:  # a report is a convenience; the run directory is the record
-            self.err.print(f"[yellow]report.html not written: {exc}[/]", highlight=False)
+            self.err.print(styled("[yellow]report.html not written: {}[/]", exc))
         print_online(self.console, self.state, summary, self.s.run_dir)
         if self.state.stopped == "opik":
             self.err.print(
-                f"[red]error:[/] Opik stopped answering ({type(self.opik_error).__name__}: "
+                styled("[red]error:[/]"),
+                f"Opik stopped answering ({type(self.opik_error).__name__}: "
                 f"{self.opik_error}); judging stopped after {self.state.judged} of "
                 f"{self.state.selected}. Everything judged is kept in {self.s.run_dir} "
                 f"({len(self.state.undelivered)} not yet sent). Finish it with: "
                 f"evalrun online resume={self.s.run_dir}",
-                highlight=False,
             )
             return EXIT_OPIK_DOWN
         verdict = print_verdict(self.profile, summary, self.console)

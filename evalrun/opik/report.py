@@ -6,8 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
+from rich.text import Text
 
+from evalrun.console import styled
 from evalrun.metrics import JudgedSample, Summary
 from evalrun.opik.rundir import OnlineState
 
@@ -22,10 +23,11 @@ def _usd(value: float | None) -> str:
 def print_online(console: Console, state: OnlineState, summary: Summary, run_dir: Path) -> None:
     unit = state.level
     console.print(
-        f"online evaluation of Opik project {escape(state.project)} ({unit}): "
-        f"{state.listed} listed, {state.already_scored} already scored by these judges, "
-        f"{state.not_sampled} not sampled, {state.selected} chosen, {state.judged} judged",
-        highlight=False,
+        Text(
+            f"online evaluation of Opik project {state.project} ({unit}): "
+            f"{state.listed} listed, {state.already_scored} already scored by these judges, "
+            f"{state.not_sampled} not sampled, {state.selected} chosen, {state.judged} judged"
+        ),
         soft_wrap=True,
     )
     for name, judge in summary.judges.items():
@@ -37,11 +39,7 @@ def print_online(console: Console, state: OnlineState, summary: Summary, run_dir
         else:
             shown = f"{estimate.plus_minus(3)}  95% CI {estimate.interval(3)}"
         failed = f", {judge.failed} failed" if judge.failed else ""
-        console.print(
-            f"  {escape(name):<24} {shown}  n={judge.scored}{failed}",
-            highlight=False,
-            soft_wrap=True,
-        )
+        console.print(Text(f"  {name:<24} {shown}  n={judge.scored}{failed}"), soft_wrap=True)
     if not state.selected:
         console.print(f"  nothing new to judge: no {unit} left after skipping and sampling")
     pass_at_1 = summary.overall.pass_at.get(1)
@@ -63,11 +61,7 @@ def print_online(console: Console, state: OnlineState, summary: Summary, run_dir
         console.print(f"worst {unit}:")
     for score, name, item in worst:
         reason = " ".join(item.reason.split())[:REASON_CHARS]
-        console.print(
-            f"  {escape(item.task_id)}  {escape(name)} {score:.2f}  {escape(reason)}",
-            highlight=False,
-            soft_wrap=True,
-        )
+        console.print(Text(f"  {item.task_id}  {name} {score:.2f}  {reason}"), soft_wrap=True)
     budget = f" of a ${state.budget_usd:g} budget" if state.budget_usd is not None else ""
     if state.unpriced_calls:
         spend = (
@@ -78,24 +72,29 @@ def print_online(console: Console, state: OnlineState, summary: Summary, run_dir
         spend = f"judge spend {_usd(state.judge_cost_usd)}{budget} ({state.judge_calls} calls)"
     console.print(spend, highlight=False, soft_wrap=True)
     console.print(
-        f"feedback: {len(state.delivered)} {unit} scored in {escape(state.project)}"
-        + (f", {len(state.undelivered)} not delivered" if state.undelivered else "")
-        + f"; evaluation traces in project {escape(state.eval_project)}",
-        highlight=False,
+        Text(
+            f"feedback: {len(state.delivered)} {unit} scored in {state.project}"
+            + (f", {len(state.undelivered)} not delivered" if state.undelivered else "")
+            + f"; evaluation traces in project {state.eval_project}"
+        ),
         soft_wrap=True,
     )
     if state.stopped == "budget":
         console.print(
-            f"[yellow]stopped at the budget:[/] {state.judged} of {state.selected} judged; the "
-            f"rest were not. Continue with: evalrun online resume={run_dir} budget_usd=<more>",
-            highlight=False,
+            styled("[yellow]stopped at the budget:[/]"),
+            Text(
+                f"{state.judged} of {state.selected} judged; the rest were not. "
+                f"Continue with: evalrun online resume={run_dir} budget_usd=<more>"
+            ),
             soft_wrap=True,
         )
     elif state.stopped == "interrupted":
         console.print(
-            f"[yellow]interrupted:[/] {state.judged} of {state.selected} judged. "
-            f"Continue with: evalrun online resume={run_dir}",
-            highlight=False,
+            styled("[yellow]interrupted:[/]"),
+            Text(
+                f"{state.judged} of {state.selected} judged. "
+                f"Continue with: evalrun online resume={run_dir}"
+            ),
             soft_wrap=True,
         )
-    console.print(f"run dir: {run_dir}", highlight=False, soft_wrap=True)
+    console.print(Text(f"run dir: {run_dir}"), soft_wrap=True)

@@ -28,7 +28,6 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 
 from evalrun.errors import UsageError
 from evalrun.opik.conversation import Meter, metered_model
@@ -159,7 +158,7 @@ def create_rules(cfg: Any, console: Console) -> int:
             and current.enabled == wanted["enabled"]
         ):
             console.print(
-                f"unchanged  {escape(name)}  ({criterion.marker})", highlight=False, soft_wrap=True
+                f"unchanged  {name}  ({criterion.marker})", highlight=False, soft_wrap=True
             )
             continue
         if same_text:
@@ -168,7 +167,7 @@ def create_rules(cfg: Any, console: Console) -> int:
                 current.id, request=_body("Update", code, wanted, s.level)
             )
             console.print(
-                f"updated    {escape(name)}  sampling rate {s.sample_rate:g}",
+                f"updated    {name}  sampling rate {s.sample_rate:g}",
                 highlight=False,
                 soft_wrap=True,
             )
@@ -178,20 +177,20 @@ def create_rules(cfg: Any, console: Console) -> int:
         if current is None:
             api.create_automation_rule_evaluator(request=_body("Write", code, wanted, s.level))
             console.print(
-                f"created    {escape(name)}  ({criterion.marker})", highlight=False, soft_wrap=True
+                f"created    {name}  ({criterion.marker})", highlight=False, soft_wrap=True
             )
         else:
             api.update_automation_rule_evaluator(
                 current.id, request=_body("Update", code, wanted, s.level)
             )
             console.print(
-                f"updated    {escape(name)}  new judge text or model ({criterion.marker})",
+                f"updated    {name}  new judge text or model ({criterion.marker})",
                 highlight=False,
                 soft_wrap=True,
             )
     cost = f"${meter.spent_usd:.4f}" if meter.price is not None or meter.calls == 0 else "unknown"
     console.print(
-        f"{len(criteria)} rule(s) for project {escape(s.project)}: model {escape(model)} "
+        f"{len(criteria)} rule(s) for project {s.project}: model {model} "
         f"(Opik calls it with the key in its AI-provider settings), sampling rate "
         f"{s.sample_rate:g}; "
         f"judge calls to write them: {meter.calls}, {cost}",
@@ -222,9 +221,9 @@ def list_rules(cfg: Any, console: Console) -> int:
         else:
             status = "evalrun, not in this judge config"
         console.print(
-            f"{escape(rule.name):<32} {rule.type:<26} {escape(projects):<20} "
+            f"{rule.name:<32} {rule.type:<26} {projects:<20} "
             f"rate {rule.sampling_rate if rule.sampling_rate is not None else '-'}  "
-            f"{'enabled' if rule.enabled else 'disabled'}  {escape(model)}  {status}",
+            f"{'enabled' if rule.enabled else 'disabled'}  {model}  {status}",
             highlight=False,
             soft_wrap=True,
         )

@@ -14,8 +14,8 @@ from datetime import datetime
 from pathlib import Path
 
 import yaml
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from evalrun.errors import UsageError
 from evalrun.report.rundata import is_run_dir
@@ -119,12 +119,12 @@ def runs_table(rows: list[RunRow], root: Path) -> Table:
             shown = r.run_dir
         table.add_row(
             datetime.fromtimestamp(r.when).strftime("%Y-%m-%d %H:%M") if r.when else "—",
-            escape(str(shown) if str(shown) != "." else str(r.run_dir)),
-            escape(r.agent),
-            escape(r.sandbox),
+            Text(str(shown) if str(shown) != "." else str(r.run_dir)),
+            Text(r.agent),
+            Text(r.sandbox),
             f"{r.tasks}x{r.trials}",
             "—" if r.pass_at_1 is None else f"{r.pass_at_1:.3f}",
             "—" if r.cost_usd is None else f"${r.cost_usd:.4f}",
-            escape(r.status),
+            Text(r.status),
         )
     return table

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 
 from evalrun.errors import UsageError
 from evalrun.scaffold import init_project, new_task
@@ -37,11 +36,11 @@ def init_command(args: list[str], console: Console) -> int:
         raise UsageError("usage: evalrun init [DIR]   (default: the current directory)")
     target = Path(args[0]).expanduser() if args else Path(".")
     written, kept = init_project(target)
-    console.print(f"evalrun project in {escape(str(target.resolve()))}:", highlight=False)
+    console.print(f"evalrun project in {target.resolve()!s}:", highlight=False)
     for path in written:
-        console.print(f"  wrote {escape(_shown(path))}", highlight=False)
+        console.print(f"  wrote {_shown(path)}", highlight=False)
     for path in kept:
-        console.print(f"  kept  {escape(_shown(path))} (yours; not overwritten)", highlight=False)
+        console.print(f"  kept  {_shown(path)} (yours; not overwritten)", highlight=False)
     steps = [
         ("evalrun", "tasks/ with agent=oracle (the gold solutions): pass@1 1.0"),
         ("evalrun check", "prove every task's oracle honest"),
@@ -68,7 +67,7 @@ def new_task_command(args: list[str], compose: Callable[..., Any], console: Cons
     tasks_dir = resolve_tasks_dir(configured) if configured else Path("tasks").resolve()
     tasks_dir.mkdir(parents=True, exist_ok=True)
     folder = new_task(name, tasks_dir)
-    console.print(f"created {escape(_shown(folder))}/", highlight=False)
+    console.print(f"created {_shown(folder)}/", highlight=False)
     for part, what in TASK_PARTS:
         console.print(f"  {part:<18} {what}", highlight=False, markup=False)
     default_dir = resolve_tasks_dir(compose([]).tasks_dir)
