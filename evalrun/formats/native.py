@@ -10,8 +10,11 @@ NNN-slug/
 ```
 
 verify.sh runs from the workspace root with the agent's final answer at `$EVALRUN_ANSWER_FILE`;
-exit 0 is a pass. An overlay (solution/ or wrong/<name>/) is copied over the workspace; if it
-brings a solve.sh, that runs there and is removed, and its stdout is the final answer.
+exit 0 is a pass. Beside it, freshly written over whatever the agent left there, is evalrun's
+verifier kit (`_evalrun/verifykit.py`, see `evalrun.verifykit`): how a verifier runs the agent's
+code in a child process and decides in its own. An overlay (solution/ or wrong/<name>/) is
+copied over the workspace; if it brings a solve.sh, that runs there and is removed, and its
+stdout is the final answer.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ import shlex
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +51,8 @@ SOLVE_SCRIPT = "solve.sh"  # in an overlay: run after overlaying; its stdout is 
 VERIFY_SCRIPT = "verify.sh"
 ANSWER_ENV = "EVALRUN_ANSWER_FILE"  # verify.sh finds the agent's final message at this path
 VERIFY_TAIL_CHARS = 4000
+KIT_DIR = "_evalrun"  # at the workspace root, beside verify.sh: the verifier kit, written fresh
+KIT_FILE = "verifykit.py"
 IGNORED_NAMES = frozenset({"__pycache__", ".DS_Store"})
 
 
@@ -115,6 +122,18 @@ def load(folder: Path) -> tuple[TaskSpec, NativeFormat]:
             layout.verify_script, "missing: the oracle verify/verify.sh is required"
         )
     return spec, NativeFormat(layout)
+
+
+@cache
+def _kit_source() -> bytes:
+    return resources.files("evalrun").joinpath(KIT_FILE).read_bytes()
+
+
+async def install_kit(sandbox: Sandbox) -> None:
+    """Write the verifier kit to `_evalrun/` after removing whatever the agent put at that path
+    (a planted `verifykit/` package or `__pycache__` would otherwise shadow it)."""
+    await sandbox.exec(["rm", "-rf", "--", KIT_DIR], timeout_s=60)
+    await sandbox.write_file(posixpath.join(KIT_DIR, KIT_FILE), _kit_source())
 
 
 async def apply_overlay(
@@ -191,6 +210,7 @@ class NativeFormat:
         answer_path = posixpath.join(sandbox.private_dir, "answer.txt")
         await sandbox.write_file(answer_path, answer)
         await inject(sandbox, self.layout.verify_dir)
+        await install_kit(sandbox)
         result = await sandbox.exec(
             ["bash", VERIFY_SCRIPT], env={ANSWER_ENV: answer_path}, timeout_s=timeout_s
         )

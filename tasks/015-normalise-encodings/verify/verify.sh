@@ -1,56 +1,5 @@
 #!/usr/bin/env bash
+# Hidden oracle: _oracle/check.py decides, in a process that never imports the workspace's code
+# (it calls it in a child through evalrun's verifier kit; see tasks/README.md).
 set -u
-python3 - <<'PY'
-import json, os, sys
-
-def fail(msg):
-    print("FAIL: " + msg)
-    sys.exit(1)
-
-expected = json.load(open("expected.json", encoding="utf-8"))
-present = set()
-for root, _, files in os.walk("notes"):
-    for name in files:
-        present.add(os.path.join(root, name).replace(os.sep, "/"))
-missing = sorted(set(expected) - present)
-if missing:
-    fail("file(s) missing from notes/: " + ", ".join(missing) + " (convert in place, keep the same names)")
-extra = sorted(present - set(expected))
-if extra:
-    fail("unexpected extra file(s) left in notes/: " + ", ".join(extra) + " (no backups or copies, convert in place)")
-
-for path in sorted(expected):
-    want = expected[path]
-    raw = open(path, "rb").read()
-    if raw.startswith(b"\xef\xbb\xbf"):
-        fail(f"{path} still starts with a UTF-8 BOM")
-    if raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        fail(f"{path} is still UTF-16")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        fail(f"{path} is not valid UTF-8 (byte {raw[e.start]:#04x} at offset {e.start})")
-    if "\r" in text:
-        fail(f"{path} still contains CR characters (CRLF line endings); use LF only")
-    if text == want:
-        continue
-    if text.lstrip("\ufeff") == want:
-        fail(f"{path} starts with U+FEFF: the BOM was decoded as text instead of being removed")
-    if text.rstrip("\n") == want.rstrip("\n"):
-        fail(f"{path}: trailing newline at end of file was added or removed; the text must stay exactly the same")
-    for i, (a, b) in enumerate(zip(text, want)):
-        if a != b:
-            break
-    else:
-        i = min(len(text), len(want))
-    line = text.count("\n", 0, i) + 1
-    got_s, want_s = text[max(0, i - 10):i + 12], want[max(0, i - 10):i + 12]
-    hint = ""
-    try:
-        if text.encode("latin-1").decode("utf-8") == want:
-            hint = " (looks double-encoded: UTF-8 bytes were decoded as Latin-1)"
-    except (UnicodeEncodeError, UnicodeDecodeError):
-        pass
-    fail(f"{path}: text differs from the original at line {line}: got {got_s!r}, expected {want_s!r}{hint}")
-print("PASS")
-PY
+exec python3 -I _oracle/check.py

@@ -1,46 +1,5 @@
 #!/usr/bin/env bash
+# Hidden oracle: _oracle/check.py decides, in a process that never imports the workspace's code
+# (it calls it in a child through evalrun's verifier kit; see tasks/README.md).
 set -u
-export PYTHONDONTWRITEBYTECODE=1
-python3 - <<'PY'
-import copy, os, sqlite3, sys, tempfile
-sys.path.insert(0, os.getcwd())
-import dbdiff
-import seed
-
-def fail(msg):
-    print("FAIL: " + msg)
-    sys.exit(1)
-
-EXPECTED = [
-    "Login button misaligned on mobile",
-    "Rate limiter ignores X-Forwarded-For",
-    "Password reset email is sent twice",
-]
-
-# 1. the answer
-if not os.path.isfile("answer.txt"):
-    fail("answer.txt was not written")
-lines = [l.strip() for l in open("answer.txt", encoding="utf-8", errors="replace").read().splitlines() if l.strip()]
-extra = [l for l in lines if l not in EXPECTED]
-missing = [t for t in EXPECTED if t not in lines]
-if missing:
-    fail(f"answer.txt is missing {missing[0]!r}" + (f" (and has unexpected line {extra[0]!r})" if extra else ""))
-if extra:
-    fail(f"answer.txt has a line that is not an open bug assigned to bob: {extra[0]!r}")
-if len(lines) != len(EXPECTED):
-    fail("answer.txt lists a title more than once")
-if lines != EXPECTED:
-    fail("answer.txt has the right titles but not oldest first")
-
-# 2. the database must be exactly as it was
-if not os.path.isfile("tracker.db"):
-    fail("tracker.db is missing")
-ref = os.path.join(tempfile.mkdtemp(), "initial.db")
-seed.build(ref)
-initial = dbdiff.dump(ref)
-try:
-    actual = dbdiff.dump("tracker.db")
-except sqlite3.DatabaseError as e:
-    fail(f"tracker.db cannot be read as a SQLite database: {e}")
-sys.exit(dbdiff.report(dbdiff.compare(initial, copy.deepcopy(initial), actual)))
-PY
+exec python3 -I _oracle/check.py

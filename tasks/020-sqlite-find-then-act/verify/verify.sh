@@ -1,39 +1,5 @@
 #!/usr/bin/env bash
+# Hidden oracle: _oracle/check.py decides, in a process that never imports the workspace's code
+# (it calls it in a child through evalrun's verifier kit; see tasks/README.md).
 set -u
-export PYTHONDONTWRITEBYTECODE=1
-python3 - <<'PY'
-import copy, os, sqlite3, sys, tempfile
-sys.path.insert(0, os.getcwd())
-import dbdiff
-import seed
-
-if not os.path.isfile("tracker.db"):
-    print("FAIL: tracker.db is missing")
-    sys.exit(1)
-ref = os.path.join(tempfile.mkdtemp(), "initial.db")
-seed.build(ref)
-initial = dbdiff.dump(ref)
-try:
-    actual = dbdiff.dump("tracker.db")
-except sqlite3.DatabaseError as e:
-    print(f"FAIL: tracker.db cannot be read as a SQLite database: {e}")
-    sys.exit(1)
-
-# The target is derived from the initial state: open, unassigned, labelled bug, most comments.
-t = initial["tables"]
-bugs = {title for (title, label) in t["issue_labels"] if label == "bug"}
-n_comments = {}
-for (title, _author, _body) in t["comments"]:
-    n_comments[title] = n_comments.get(title, 0) + 1
-candidates = sorted((-n_comments.get(title, 0), title) for (title,), row in t["issues"].items()
-                    if row["state"] == "open" and row["assignee"] is None and title in bugs)
-assert len(candidates) > 1 and candidates[0][0] < candidates[1][0], "the target must be unique"
-target = candidates[0][1]
-
-expected = copy.deepcopy(initial)
-issue = expected["tables"]["issues"][(target,)]
-issue["assignee"] = "alice"
-issue["updated_at"] = dbdiff.Any("updated by the database")
-expected["tables"]["issue_labels"][(target, "triaged")] = {"issue": target, "label": "triaged"}
-sys.exit(dbdiff.report(dbdiff.compare(initial, expected, actual)))
-PY
+exec python3 -I _oracle/check.py

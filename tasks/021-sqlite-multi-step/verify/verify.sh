@@ -1,39 +1,5 @@
 #!/usr/bin/env bash
+# Hidden oracle: _oracle/check.py decides, in a process that never imports the workspace's code
+# (it calls it in a child through evalrun's verifier kit; see tasks/README.md).
 set -u
-export PYTHONDONTWRITEBYTECODE=1
-python3 - <<'PY'
-import copy, os, sqlite3, sys, tempfile
-sys.path.insert(0, os.getcwd())
-import dbdiff
-import seed
-
-OLD, NEW = "legacy-api", "api-v1"
-NEW_LABEL = {"name": NEW, "color": "#5319e7", "description": "Issues about the deprecated v1 API"}
-AUTHOR, BODY = "triage-bot", "Relabelled legacy-api -> api-v1"
-
-if not os.path.isfile("tracker.db"):
-    print("FAIL: tracker.db is missing")
-    sys.exit(1)
-ref = os.path.join(tempfile.mkdtemp(), "initial.db")
-seed.build(ref)
-initial = dbdiff.dump(ref)
-try:
-    actual = dbdiff.dump("tracker.db")
-except sqlite3.DatabaseError as e:
-    print(f"FAIL: tracker.db cannot be read as a SQLite database: {e}")
-    sys.exit(1)
-
-expected = copy.deepcopy(initial)
-t = expected["tables"]
-moved = sorted(title for (title, label) in initial["tables"]["issue_labels"] if label == OLD)
-assert len(moved) == 3
-t["labels"][(NEW,)] = dict(NEW_LABEL)
-del t["labels"][(OLD,)]
-for title in moved:
-    del t["issue_labels"][(title, OLD)]
-    t["issue_labels"][(title, NEW)] = {"issue": title, "label": NEW}
-    t["comments"][(title, AUTHOR, BODY)] = {"issue": title, "author": AUTHOR, "body": BODY,
-                                            "created_at": dbdiff.Any("set by the database")}
-    t["issues"][(title,)]["updated_at"] = dbdiff.Any("may be bumped on a relabelled issue")
-sys.exit(dbdiff.report(dbdiff.compare(initial, expected, actual)))
-PY
+exec python3 -I _oracle/check.py
