@@ -32,8 +32,9 @@ class LocalSandboxConf(SandboxConf):
 @dataclass
 class BwrapSandboxConf(SandboxConf):
     _target_: str = "evalrun.sandbox.bwrap.BwrapBackend"
-    memory_mb: int | None = 8192  # RLIMIT_AS per process; null: no limit
+    memory_mb: int | None = 8192  # all the sample's processes (cgroup, else each); null: none
     max_processes: int | None = 512  # RLIMIT_NPROC for the sample; null: no limit
+    disk_mb: int | None = 4096  # what the sample writes (workspace, home, tmp); null: no limit
     extra_ro_paths: list[str] = field(default_factory=list)  # more host paths, read-only
     network: str = "none"  # none | host (share the host's network with tasks that need it)
 
@@ -47,6 +48,7 @@ class DockerSandboxConf(SandboxConf):
     cpus: float | None = 1.0  # null: no limit
     pids_limit: int | None = 512  # null: no limit
     user: str = "1000:1000"  # uid[:gid] commands run as inside the container
+    disk_mb: int | None = 4096  # what the sample writes (workspace, home, tmp); null: no limit
 
 
 @dataclass
@@ -217,6 +219,8 @@ class EvalConfig:
     limit: int | None = None
     concurrency: int = 4
     max_retries: int = 2
+    # Harness errors (after retries) a run may end with and still exit 0; more: exit 3.
+    max_errors: int = 0
     reward_threshold: float = 1.0  # reward-based tasks (Harbor format) pass at reward >= this
     strict_formats: bool = False  # a key a foreign format's runner ignores: an error, not a warning
     timeouts: TimeoutsConf = field(default_factory=TimeoutsConf)

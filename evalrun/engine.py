@@ -14,9 +14,9 @@ import os
 import signal
 import time
 from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, suppress
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from evalrun.agents.base import Agent
 from evalrun.errors import SandboxError
@@ -232,8 +232,8 @@ async def execute(
 
     def interrupt() -> None:
         nonlocal interrupted
-        if interrupted:
-            os._exit(130)  # second Ctrl-C: leave now; every finished record is already on disk
+        if interrupted:  # second Ctrl-C: every finished record is already on disk
+            exit_now(backend, "interrupted again: ending open sandboxes and exiting now")
         interrupted = True
         if on_interrupt:
             on_interrupt()
@@ -241,6 +241,7 @@ async def execute(
             job.cancel()
 
     loop = asyncio.get_running_loop()
+    previous = signal.getsignal(signal.SIGINT)
     try:
         loop.add_signal_handler(signal.SIGINT, interrupt)
         handling = True
@@ -250,8 +251,23 @@ async def execute(
         results = await asyncio.gather(*jobs, return_exceptions=True)
     finally:
         if handling:
-            loop.remove_signal_handler(signal.SIGINT)
+            loop.remove_signal_handler(signal.SIGINT)  # (which installs Python's default)
+            if callable(previous) and previous is not signal.default_int_handler:
+                signal.signal(signal.SIGINT, previous)
     for result in results:  # e.g. the store could not write: stop loudly, never drop records
         if isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):
             raise result
     return interrupted
+
+
+EXIT_INTERRUPTED = 130
+
+
+def exit_now(backend: SandboxBackend, message: str) -> NoReturn:
+    """Leave the process at once, without a traceback: end the backend's open sandboxes
+    (`abandon`: quick, or left marked for the next preflight) and exit 130."""
+    with suppress(OSError):
+        os.write(2, f"\n{message}\n".encode())
+    with suppress(Exception):
+        backend.abandon()
+    os._exit(EXIT_INTERRUPTED)

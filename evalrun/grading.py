@@ -1,8 +1,19 @@
 """The oracle verdict: the task's own format injects its hidden verifier after the agent and judges.
 
 How a verifier is run and read is the format's business (`TaskFormat.grade`: verify.sh's exit
-code for evalrun tasks, tests/test.sh's reward file for Harbor tasks). What grading adds is the
-rule every format shares: when the sandbox itself fails, the outcome is `error` - never `fail`.
+code for evalrun tasks, tests/test.sh's reward file for Harbor tasks). What grading adds are the
+rules every format shares:
+
+1. Before any of it, the agent phase ends (`Sandbox.end_agent`): every process the agent left is
+   killed and checked gone, and the verifier gets a fresh HOME and TMPDIR.
+2. Once the agent phase has begun, anything that stops the verifier from reaching a verdict
+   because of the workspace's state - a permission taken away, a path planted where a hidden
+   file goes, a file missing, the verifier crashing, no reward file - is a `fail` with a reason
+   naming it. File and process failures inside the sandbox surface as `OSError`.
+3. `error` is only what the agent cannot cause: the sandbox itself failing (`SandboxError`:
+   engine down, bubblewrap not starting, an agent process the harness could not kill). Errors
+   are retried and kept out of pass rates, so an agent must never be able to turn its fail into
+   one.
 """
 
 from __future__ import annotations
@@ -17,8 +28,12 @@ __all__ = ["Verdict", "grade"]
 
 
 async def grade(task: Task, sandbox: Sandbox, answer: str, timeout_s: float) -> Verdict:
-    """Run the task's oracle in `sandbox` on the agent's final `answer`."""
+    """End the agent phase in `sandbox`, then run the task's oracle on the agent's `answer`."""
     try:
+        await sandbox.end_agent()
         return await task.format.grade(sandbox, answer, timeout_s)
-    except (SandboxError, OSError) as exc:
+    except SandboxError as exc:
         return Verdict(Outcome.error, f"verify could not run: {exc}", None, "", 0.0)
+    except OSError as exc:
+        reason = f"the verifier could not run in the workspace the agent left: {exc}"
+        return Verdict(Outcome.failed, reason, None, "", 0.0)

@@ -76,6 +76,7 @@ class RunPlan:
     profile: ThresholdProfile = field(repr=False)
     judge: Judge = field(repr=False, default_factory=NoJudge)
     suite: str = "tasks"  # or "probes"
+    max_errors: int = 0  # more harness errors than this: the run exits EXIT_ERRORS
     skipped: tuple[SkippedTask, ...] = ()
     warnings: tuple[str, ...] = ()
 
@@ -242,6 +243,8 @@ def build(cfg: DictConfig) -> RunPlan:
         raise UsageError(f"trials: expected a positive number, got {cfg.trials}")
     if cfg.concurrency < 1:
         raise UsageError(f"concurrency: expected a positive number, got {cfg.concurrency}")
+    if cfg.max_errors < 0:
+        raise UsageError(f"max_errors: expected 0 or more, got {cfg.max_errors}")
     suite = load_for_suite(cfg.suite, cfg.tasks_dir, cfg.reward_threshold, cfg.strict_formats)
     ids = as_list(cfg.ids, "ids")
     skipped = refuse_unloadable(suite, ids)
@@ -285,6 +288,7 @@ def build(cfg: DictConfig) -> RunPlan:
         suite=cfg.suite,
         skipped=tuple(skipped),
         warnings=tuple(suite.warnings),
+        max_errors=cfg.max_errors,
     )
     warn_if_not_isolated(plan.backend, plan.agent)
     return plan

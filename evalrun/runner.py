@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import shlex
+import signal
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import yaml
 from omegaconf import DictConfig
@@ -16,7 +18,7 @@ from rich.console import Console
 
 from evalrun.configdiff import NOT_RESULT_RELEVANT, diff
 from evalrun.console import make_console, styled
-from evalrun.engine import execute
+from evalrun.engine import EXIT_INTERRUPTED, execute, exit_now
 from evalrun.errors import UsageError
 from evalrun.gate import print_verdict
 from evalrun.metrics import Summary, summarize
@@ -25,9 +27,10 @@ from evalrun.progress import RunProgress
 from evalrun.records import SampleRecord
 from evalrun.report.files import write_reports
 from evalrun.report.terminal import render
+from evalrun.sandbox.base import SandboxBackend
 from evalrun.store import CONFIG_FILE, PLAN_FILE, SUMMARY_FILE, RunStore
 
-EXIT_INTERRUPTED = 130
+EXIT_ERRORS = 3  # more samples ended in a harness error than `max_errors` allows
 
 
 def print_plan(plan: RunPlan, console: Console) -> None:
@@ -79,9 +82,13 @@ def resume_command(run_dir: Path) -> str:
 
 
 def run(cfg: DictConfig, console: Console | None = None, overrides: list[str] | None = None) -> int:
-    """Run the composed config; return the exit code: 0; 1 when the gate breaks; 4 when the run
+    """Run the composed config; return the exit code: 0; 1 when the gate breaks; 3
+    (`EXIT_ERRORS`) when more samples than `max_errors` ended in a harness error; 4 when the run
     finished but task folders of the suite could not be loaded (they were skipped); 130 when
-    interrupted. `overrides` are the command-line overrides, kept so a resume can replay them."""
+    interrupted. `overrides` are the command-line overrides, kept so a resume can replay them.
+
+    Outside the samples' execution (preflight, reports) a Ctrl-C exits at once, quietly; during
+    it the first one cancels the samples in flight and the second exits at once (`execute`)."""
     console = console or make_console(wide=True)
     plan = build(cfg)
     if plan.dry_run:
@@ -89,6 +96,28 @@ def run(cfg: DictConfig, console: Console | None = None, overrides: list[str] | 
         say_skipped(plan.skipped, console)
         console.print("dry run: nothing was run")
         return EXIT_UNLOADABLE if plan.unloadable else 0
+    previous = _exit_on_interrupt(plan.backend)
+    try:
+        return _run_plan(plan, console, overrides)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
+
+
+def _exit_on_interrupt(backend: SandboxBackend) -> Any:
+    """Make Ctrl-C leave at once (no traceback); return the handler it replaced (None: not the
+    main thread, nothing replaced)."""
+
+    def handler(signum: int, frame: object) -> None:
+        exit_now(backend, "interrupted: exiting now (finished samples are on disk)")
+
+    try:
+        return signal.signal(signal.SIGINT, handler)
+    except ValueError:  # not the main thread
+        return None
+
+
+def _run_plan(plan: RunPlan, console: Console, overrides: list[str] | None) -> int:
     plan.backend.preflight()
     plan.agent.preflight()
     plan.judge.preflight()
@@ -158,6 +187,18 @@ def run(cfg: DictConfig, console: Console | None = None, overrides: list[str] | 
         )
         return EXIT_INTERRUPTED
     verdict = print_verdict(plan.profile, summary, console)
+    if summary.errors > plan.max_errors:
+        console.print(
+            styled(
+                "[red]{} of {} samples ended in a harness error, more than max_errors={}:[/] "
+                "their cells are missing from every rate, so this run is not a result; fix the "
+                "cause and run again",
+                summary.errors,
+                summary.samples,
+                plan.max_errors,
+            )
+        )
+        return EXIT_ERRORS
     return verdict or (EXIT_UNLOADABLE if plan.unloadable else 0)
 
 

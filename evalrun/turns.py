@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable
+from contextlib import suppress
 from dataclasses import dataclass
 
 from evalrun.agents.base import Agent, tracking_progress
@@ -35,20 +37,53 @@ class Turn:
     setup_log: str = ""
 
 
+class LimitExceeded(Exception):
+    """The sandbox went over one of its resource limits; the message says which."""
+
+
 async def run_agent(
     agent: Agent, task: Task, box: Sandbox, timeout_s: float
 ) -> tuple[AgentResult, bool]:
-    """The agent's result and whether it timed out; a crash is recorded on the result."""
+    """The agent's result and whether it timed out; a crash is recorded on the result, and so is
+    a resource limit the sandbox went over (the agent is stopped there)."""
     with tracking_progress() as so_far:
         try:
-            return await asyncio.wait_for(agent.run(task, box), timeout_s), False
+            run = _within_limits(agent.run(task, box), box)
+            return await asyncio.wait_for(run, timeout_s), False
         except TimeoutError:  # keep whatever the agent reported doing (and spending) so far
             error = f"agent timed out after {timeout_s:g}s"
             return so_far.model_copy(update={"error": error}), True
+        except LimitExceeded as exc:
+            return so_far.model_copy(update={"error": f"stopped: {exc}"}), False
         except SandboxError:
             raise
         except Exception as exc:  # the agent crashed: record it, still grade
             return AgentResult(error=f"{type(exc).__name__}: {exc}"), False
+
+
+async def _within_limits(run: Awaitable[AgentResult], box: Sandbox) -> AgentResult:
+    """Await the agent's run, asking the sandbox every `limit_poll_s` whether it is over a
+    resource limit; when it is, cancel the run and raise `LimitExceeded`. A limit found broken
+    only after the run ended is noted on the result's error."""
+    poll = box.limit_poll_s
+    if poll is None:
+        return await run
+    agent = asyncio.ensure_future(run)
+    try:
+        while not (await asyncio.wait({agent}, timeout=poll))[0]:
+            reason = await box.over_limit()
+            if reason:
+                raise LimitExceeded(reason)
+        result = agent.result()
+    finally:
+        if not agent.done():
+            agent.cancel()
+            with suppress(asyncio.CancelledError, Exception):
+                await agent
+    reason = await box.over_limit()
+    if reason is None:
+        return result
+    return result.model_copy(update={"error": "; ".join(filter(None, [result.error, reason]))})
 
 
 async def take_turn(
@@ -80,6 +115,8 @@ async def take_steps(
     logs, prepared = [], 0.0
     for index, step in enumerate(plan.steps):
         clock = time.monotonic()
+        if index:  # the agent's next turn: its own rights, HOME and TMPDIR again
+            await box.begin_agent()
         try:
             logs.append(await step.format.prepare(box, setup_s))
         except SetupFailed as exc:

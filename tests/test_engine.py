@@ -196,6 +196,25 @@ def test_persistent_infra_error_is_reported_outside_pass_rates(make_task):
     assert summary.errors == 1 and summary.error_samples[0].reason == bad.reason
 
 
+def test_harness_errors_are_loud_and_never_a_rate_over_nothing(make_task, tmp_path):
+    suite = make_task(files={"setup/setup.sh": "echo broken >&2; exit 3\n"}).parent
+    base = [f"tasks_dir={suite}", "trials=2", "max_retries=0"]
+    run_dir = tmp_path / "run"
+    proc = subprocess.run(_cli(*base, f"run_dir={run_dir}"), capture_output=True, text=True)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "pass@1 — (no scored sample: 2 of 2 ended in a harness error)" in proc.stdout
+    assert "more than max_errors=0" in proc.stdout
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["errors"] == 2 and summary["overall"]["pass_at"]["1"] is None
+    html = (run_dir / "report.html").read_text()
+    assert "nothing scored" in html and "harness errors" in html
+
+    tolerated = subprocess.run(
+        _cli(*base, f"run_dir={tmp_path / 'tolerated'}", "max_errors=2"), capture_output=True
+    )
+    assert tolerated.returncode == 0
+
+
 def test_output_is_bounded_head_and_tail_kept(tmp_path):
     async def go():
         async with LocalBackend(output_limit_bytes=64 * 1024).open("big") as box:

@@ -269,10 +269,12 @@ def test_fractional_reward_is_kept_as_a_score_and_the_threshold_decides():
         ("echo '{oops' > \"$VERIFIER_DIR/reward.json\"\n", "reward.json is not valid JSON"),
     ],
 )
-def test_no_usable_reward_is_an_error_never_a_silent_zero(tmp_path, script, words):
+def test_no_usable_reward_is_a_fail_with_its_reason_never_a_silent_zero(tmp_path, script, words):
+    """The verifier ran in the agent's workspace: the agent could have caused it, so it is a
+    fail (an error would be retried and left out of every pass rate)."""
     task = load_task(harbor_task(tmp_path, files={"tests/test.sh": script}))
     rec = run(task, OracleAgent())
-    assert rec.outcome is Outcome.error
+    assert rec.outcome is Outcome.failed
     assert words in rec.reason
     assert rec.scores == {}
 

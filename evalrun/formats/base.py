@@ -17,10 +17,8 @@ image, a workspace path, a network policy, limits); `cannot_run_on(backend)` let
 
 from __future__ import annotations
 
-import posixpath
-import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Protocol
@@ -189,26 +187,28 @@ def failure_reason(output: str, exit_code: int | None, script: str) -> str:
     return f"{script} exited {exit_code} without output"
 
 
-async def inject(sandbox: Sandbox, host_dir: Path, dest: str = ".") -> None:
-    """Copy a hidden folder (verify/, tests/) into the workspace over whatever the agent left.
+async def inject(
+    sandbox: Sandbox, host_dir: Path, dest: str = ".", also: Sequence[str] = ()
+) -> list[str]:
+    """Copy a hidden folder (verify/, tests/) in after the agent, into paths that did not exist.
 
-    First clears what would make the copy fail: a folder or symlink where a file goes, a file or
-    symlink where a folder goes, a read-only file. Without this an agent could turn its own `fail`
-    into a harness `error` - retried, and kept out of every pass rate - by planting one.
+    Whatever the agent left where the folder's entries go - a stale `_oracle/unittest.py` that
+    would shadow the stdlib, a folder where verify.sh goes, a read-only tree, a symlink - is
+    removed first (`Sandbox.clear`, with the harness's rights; so are the paths in `also`), so
+    only the task's own files are there and a planted path can neither fool the verifier nor
+    turn the agent's `fail` into a harness `error`. Returns the notes of permissions the harness
+    had to restore, for the sample's reason. Only after `Sandbox.end_agent`.
     """
-    steps = []
-    for path in sorted(host_dir.rglob("*")):
-        rel = shlex.quote(posixpath.join(dest, path.relative_to(host_dir).as_posix()))
-        if path.is_dir() and not path.is_symlink():
-            steps.append(
-                f"if [ -L {rel} ] || {{ [ -e {rel} ] && [ ! -d {rel} ]; }}; then rm -f {rel}; fi;"
-                f" [ -d {rel} ] && chmod u+rwx {rel};"
-            )
-        else:
-            steps.append(
-                f"if [ -L {rel} ] || [ -d {rel} ]; then rm -rf {rel}; fi;"
-                f" [ -e {rel} ] && chmod u+w {rel};"
-            )
-    if steps:
-        await sandbox.exec("\n".join([*steps, "true"]), timeout_s=60)
+    whole = dest in (".", "")
+    targets = [entry.name for entry in sorted(host_dir.iterdir())] if whole else [dest]
+    notes = await sandbox.clear([*targets, *also])
     await sandbox.put(host_dir, dest)
+    return notes
+
+
+def with_notes(verdict: Verdict, notes: Sequence[str]) -> Verdict:
+    """`verdict` with the harness's repair notes appended to its reason (kept on a pass too)."""
+    if not notes:
+        return verdict
+    said = "; ".join(notes)
+    return replace(verdict, reason=f"{verdict.reason} ({said})" if verdict.reason else said)

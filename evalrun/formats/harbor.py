@@ -21,10 +21,13 @@ is the final answer. Grading copies tests/ into the workspace as `./tests` (and 
 container) only after the agent, points `VERIFIER_DIR` at a fresh empty folder outside the
 workspace (`/logs/verifier` in a container), runs `bash tests/test.sh` from the workspace root
 (as `[verifier] user` where the backend can switch users) and reads `reward.txt` (one number)
-or else `reward.json` (`{"reward": 0.75, ...}`). Pass means reward >= the run's
-`reward_threshold` (default 1); the reward is always kept as the sample's `reward` score, other
-numbers in reward.json as `reward.<key>`. No reward file, or one that is not a number, is an
-`error` outcome with the reason - never a silent 0.
+or else `reward.json` (`{"reward": 0.75, ...}`). Whatever the agent left at those paths is
+removed before the tests go in; `VERIFIER_DIR` is under the verifier's fresh TMPDIR off
+containers. Pass means reward >= the run's `reward_threshold` (default 1); the reward is always
+kept as the sample's `reward` score, other numbers in reward.json as `reward.<key>`. No reward
+file, or one that is not a number, is a `fail` with the reason - never a silent 0, and not an
+`error`: the verifier ran in the agent's workspace, so the agent could have caused it (unless
+test.sh hard-codes /logs/verifier where the sandbox has none: that is the harness's `error`).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalrun.errors import SandboxError, TaskFormatError
+from evalrun.errors import TaskFormatError
 from evalrun.formats.base import (
     Difficulty,
     SetupFailed,
@@ -49,13 +52,21 @@ from evalrun.formats.base import (
     failure_reason,
     in_container,
     inject,
+    with_notes,
 )
 from evalrun.formats.harbor_env import sandbox_spec, unsupported
 from evalrun.formats.harbor_keys import flatten
 from evalrun.formats.harbor_reward import VERIFIER_ENV, RewardError, RewardMissing, read_reward
 from evalrun.formats.harbor_toml import HarborToml, Healthcheck, fill_templates, parse
 from evalrun.records import AgentResult, Outcome, ToolCall
-from evalrun.sandbox.base import Sandbox, SandboxBackend, SandboxSpec, TaskImage, switches_users
+from evalrun.sandbox.base import (
+    ExecResult,
+    Sandbox,
+    SandboxBackend,
+    SandboxSpec,
+    TaskImage,
+    switches_users,
+)
 from evalrun.sandbox.output import tail_text
 
 TASK_FILE = "task.toml"
@@ -332,17 +343,35 @@ class HarborFormat:
         """Inject the tests folders, run tests/test.sh, read and judge its reward."""
         timeout_s = verifier.timeout_s or timeout_s
         container = in_container(sandbox)
-        verifier_dir = await _fresh_verifier_dir(sandbox, container)
-        for tests_dir in verifier.tests_dirs:
-            await inject(sandbox, tests_dir, "tests")
+        also = [CONTAINER_TESTS_DIR, CONTAINER_VERIFIER_DIR] if container else []
+        notes: list[str] = []
+        for index, tests_dir in enumerate(verifier.tests_dirs):
+            # the first folder replaces whatever was at tests/; the next ones add to it
+            if index == 0:
+                notes += await inject(sandbox, tests_dir, "tests", also=also)
+            else:
+                await sandbox.put(tests_dir, "tests")
             if container:
                 await sandbox.put(tests_dir, CONTAINER_TESTS_DIR)
+        verifier_dir = await _fresh_verifier_dir(sandbox, container)
         env = {**verifier.env, VERIFIER_ENV: verifier_dir}
         argv = ["bash", f"tests/{TEST_SCRIPT}"]
         if verifier.user is not None and switches_users(sandbox):
             result = await sandbox.exec(argv, env=env, timeout_s=timeout_s, user=verifier.user)  # type: ignore[call-arg]
         else:
             result = await sandbox.exec(argv, env=env, timeout_s=timeout_s)
+        verdict = await self._verdict(sandbox, result, verifier_dir, verifier, timeout_s)
+        return with_notes(verdict, notes)
+
+    async def _verdict(
+        self,
+        sandbox: Sandbox,
+        result: ExecResult,
+        verifier_dir: str,
+        verifier: Verifier,
+        timeout_s: float,
+    ) -> Verdict:
+        """Judge a test.sh run: its timeout, else the reward it left."""
         output = tail_text((result.stdout + result.stderr).strip(), OUTPUT_TAIL_CHARS)
         took, code = result.duration_s, result.exit_code
         if result.timed_out:
@@ -354,7 +383,10 @@ class HarborFormat:
             reason = (
                 f"{exc} (tests/test.sh exit {code}: {failure_reason(output, code, TEST_SCRIPT)})"
             )
-            return Verdict(Outcome.error, reason, code, output, took)
+            # The verifier ran in the agent's workspace, so the agent could have caused a missing
+            # or garbled reward: a fail. A test.sh this sandbox cannot serve is not the agent's.
+            outcome = Outcome.error if isinstance(exc, _Unreachable) else Outcome.failed
+            return Verdict(outcome, reason, code, output, took)
         return self.judge(reward, scores, output, code, took)
 
     def judge(
@@ -384,7 +416,7 @@ class HarborFormat:
                 if in_container(sandbox)
                 else "only container backends provide (use sandbox=docker)"
             )
-            raise RewardMissing(
+            raise _Unreachable(
                 f"{exc}; test.sh writes to {CONTAINER_VERIFIER_DIR}, which {where}; "
                 f"${VERIFIER_ENV} works everywhere"
             ) from None
@@ -468,18 +500,23 @@ async def run_solution(sandbox: Sandbox, folder: Path, env: Mapping[str, str]) -
     return AgentResult(output=result.stdout, trajectory=steps, error=error)
 
 
+class _Unreachable(RewardMissing):
+    """No reward because test.sh writes where this sandbox offers no folder (not the agent's)."""
+
+
 async def _fresh_verifier_dir(sandbox: Sandbox, container: bool) -> str:
-    """An empty folder outside the workspace: /logs/verifier in a container when it can be made
-    there (the sandbox user may lack the rights), else one in the sandbox's private folder."""
-    candidates = [posixpath.join(sandbox.private_dir, "verifier")]
-    if container:
-        candidates.insert(0, CONTAINER_VERIFIER_DIR)
+    """An empty folder outside the workspace the verifier may write: /logs/verifier in a
+    container when it can be made there (the sandbox user may lack the rights), else one in the
+    verifier's own fresh TMPDIR."""
+    candidates = [CONTAINER_VERIFIER_DIR] if container else []
+    candidates.append("")  # "": the script's default, under $TMPDIR
     errors = []
     for folder in candidates:
-        made = await sandbox.exec(
-            ["bash", "-c", 'rm -rf -- "$1" && mkdir -p -- "$1"', "fresh", folder], timeout_s=60
-        )
-        if made.ok:
-            return folder
-        errors.append(f"{folder}: {made.stderr.strip() or made.exit_code}")
-    raise SandboxError(f"could not make a fresh verifier folder ({'; '.join(errors)})")
+        made = await sandbox.exec(["bash", "-c", _FRESH_DIR, "fresh", folder], timeout_s=60)
+        if made.ok and made.stdout.strip():
+            return made.stdout.strip()
+        errors.append(f"{folder or '$TMPDIR/verifier'}: {made.stderr.strip() or made.exit_code}")
+    raise OSError(f"could not make a fresh verifier folder ({'; '.join(errors)})")
+
+
+_FRESH_DIR = 'd=${1:-$TMPDIR/verifier}; rm -rf -- "$d" && mkdir -p -- "$d" && printf %s "$d"'

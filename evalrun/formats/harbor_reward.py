@@ -3,8 +3,8 @@
 `reward.txt` holds one number; else `reward.json` holds an object, `{"reward": 0.75, ...}` (a
 lone number, or an object with a single key, is accepted too). The reward comes back with the
 scores the sample keeps: `reward`, plus every other number in reward.json as `reward.<key>`.
-Anything else - no file, not a number, NaN - raises `RewardError`: the harness could not get a
-verdict, which is an `error` outcome, never a silent 0.
+Anything else - no file, not a number, NaN - raises `RewardError`: no verdict from the verifier,
+which the format grades as a `fail` with that reason, never a silent 0.
 """
 
 from __future__ import annotations

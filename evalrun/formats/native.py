@@ -40,9 +40,10 @@ from evalrun.formats.base import (
     Verdict,
     failure_reason,
     inject,
+    with_notes,
 )
 from evalrun.records import AgentResult, Outcome, ToolCall
-from evalrun.sandbox.base import DEFAULT_SPEC, Sandbox, SandboxBackend, SandboxSpec
+from evalrun.sandbox.base import DEFAULT_SPEC, ExecResult, Sandbox, SandboxBackend, SandboxSpec
 from evalrun.sandbox.output import tail_text
 
 TASK_FILE = "task.yaml"
@@ -129,11 +130,13 @@ def _kit_source() -> bytes:
     return resources.files("evalrun").joinpath(KIT_FILE).read_bytes()
 
 
-async def install_kit(sandbox: Sandbox) -> None:
+async def install_kit(sandbox: Sandbox) -> list[str]:
     """Write the verifier kit to `_evalrun/` after removing whatever the agent put at that path
-    (a planted `verifykit/` package or `__pycache__` would otherwise shadow it)."""
-    await sandbox.exec(["rm", "-rf", "--", KIT_DIR], timeout_s=60)
+    (a planted `verifykit/` package or `__pycache__` would otherwise shadow it); the notes of
+    permissions restored on the way (`Sandbox.clear`)."""
+    notes = await sandbox.clear([KIT_DIR])
     await sandbox.write_file(posixpath.join(KIT_DIR, KIT_FILE), _kit_source())
+    return notes
 
 
 async def apply_overlay(
@@ -208,17 +211,21 @@ class NativeFormat:
 
     async def grade(self, sandbox: Sandbox, answer: str, timeout_s: float) -> Verdict:
         answer_path = posixpath.join(sandbox.private_dir, "answer.txt")
+        notes = await inject(sandbox, self.layout.verify_dir, also=[answer_path])
         await sandbox.write_file(answer_path, answer)
-        await inject(sandbox, self.layout.verify_dir)
-        await install_kit(sandbox)
+        notes += await install_kit(sandbox)
         result = await sandbox.exec(
             ["bash", VERIFY_SCRIPT], env={ANSWER_ENV: answer_path}, timeout_s=timeout_s
         )
-        output = tail_text((result.stdout + result.stderr).strip(), VERIFY_TAIL_CHARS)
-        if result.timed_out:
-            reason = f"verify.sh timed out after {timeout_s:g}s"
-            return Verdict(Outcome.failed, reason, None, output, result.duration_s, timed_out=True)
-        if result.exit_code == 0:
-            return Verdict(Outcome.passed, None, 0, output, result.duration_s)
-        reason = failure_reason(output, result.exit_code, VERIFY_SCRIPT)
-        return Verdict(Outcome.failed, reason, result.exit_code, output, result.duration_s)
+        return with_notes(_verdict(result, timeout_s), notes)
+
+
+def _verdict(result: ExecResult, timeout_s: float) -> Verdict:
+    output = tail_text((result.stdout + result.stderr).strip(), VERIFY_TAIL_CHARS)
+    if result.timed_out:
+        reason = f"verify.sh timed out after {timeout_s:g}s"
+        return Verdict(Outcome.failed, reason, None, output, result.duration_s, timed_out=True)
+    if result.exit_code == 0:
+        return Verdict(Outcome.passed, None, 0, output, result.duration_s)
+    reason = failure_reason(output, result.exit_code, VERIFY_SCRIPT)
+    return Verdict(Outcome.failed, reason, result.exit_code, output, result.duration_s)

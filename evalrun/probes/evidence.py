@@ -2,11 +2,11 @@
 before and after the agent.
 
 `RecordingAgent` wraps whatever agent runs the probe. Before the agent starts it snapshots the
-workspace; after the agent returns it writes the evidence - trajectory, output, the before
-snapshot - as JSON into the sandbox's private folder (outside the workspace). Grading
-(`ProbeFormat.grade`) reads it back and takes the after snapshot itself. Writing at the end means
-an agent cannot tamper with what it will be judged on; an agent that never returns (timeout)
-leaves no evidence, and every expectation then fails with that reason.
+workspace; after the agent returns it keeps the evidence - trajectory, output, the before
+snapshot - on the host, keyed by the sandbox (never inside it). Grading (`ProbeFormat.grade`)
+takes it and the after snapshot itself. Keeping it outside the sandbox means an agent cannot
+tamper with what it will be judged on; an agent that never returns (timeout) leaves no evidence,
+and every expectation then fails with that reason.
 
 Snapshots go through the Sandbox API only (`find` lists the files, `read_file` fetches them), so
 probes run on every backend. `.git/` is left out: its
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import posixpath
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +26,6 @@ from evalrun.records import AgentResult, ToolCall
 from evalrun.sandbox.base import Sandbox
 from evalrun.tasks import Task
 
-EVIDENCE_FILE = "probe-evidence.json"
 CONTENT_LIMIT = 1 << 20  # files larger than this are compared by hash only
 
 # type, size, link target, path - NUL-separated; .git/ pruned (findutils, present in every image)
@@ -54,8 +53,8 @@ async def snapshot(sandbox: Sandbox) -> Snapshot:
     sandbox), so listing costs one `find` however many files there are.
     """
     result = await sandbox.exec(_LIST_FILES, timeout_s=60)
-    if not result.ok:
-        raise SandboxError(f"could not list the workspace: {result.stderr.strip()[:300]}")
+    if not result.ok:  # e.g. a folder the agent made unreadable: the workspace's state
+        raise OSError(f"could not list the workspace: {result.stderr.strip()[:300]}")
     files: Snapshot = {}
     for entry in sorted(e for e in result.stdout.split("\0") if e):
         kind, size, target, path = entry.split("\t", 3)
@@ -103,16 +102,14 @@ class Evidence:
         )
 
 
-def evidence_path(sandbox: Sandbox) -> str:
-    return posixpath.join(sandbox.private_dir, EVIDENCE_FILE)
+# The recording agent's evidence per sandbox, on the host; gone with the sandbox object.
+_KEPT: weakref.WeakKeyDictionary[Sandbox, str] = weakref.WeakKeyDictionary()
 
 
 async def read_evidence(sandbox: Sandbox) -> Evidence:
     """The evidence the recording agent left, with the workspace as it is now as `after`."""
-    try:
-        evidence = Evidence.from_json((await sandbox.read_file(evidence_path(sandbox))).decode())
-    except FileNotFoundError:
-        evidence = Evidence(finished=False)
+    kept = _KEPT.pop(sandbox, None)
+    evidence = Evidence.from_json(kept) if kept is not None else Evidence(finished=False)
     evidence.after = await snapshot(sandbox)
     return evidence
 
@@ -138,6 +135,5 @@ class RecordingAgent:
             raise
         except Exception as exc:  # as the engine would record it; the probe is still graded
             result = AgentResult(error=f"{type(exc).__name__}: {exc}")
-        evidence = Evidence(list(result.trajectory), result.output, before)
-        await sandbox.write_file(evidence_path(sandbox), evidence.to_json())
+        _KEPT[sandbox] = Evidence(list(result.trajectory), result.output, before).to_json()
         return result

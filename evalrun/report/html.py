@@ -82,6 +82,9 @@ def run_html(run: RunFiles) -> str:
     headline: list = [
         (f"{base}{k}", fmt_rate(o.value(base, k), 3), o.interval(base, k)) for base, k in heads
     ]
+    if not s.scored:  # a rate over no scored sample is not a result
+        headline[0] = ("pass@1", "— (nothing scored)", None)
+    headline.insert(1, ("harness errors", str(s.errors)))
     headline += [
         ("flaky tasks", str(s.overall.flaky_tasks)),
         ("passed / failed / errors", f"{s.passes} / {s.scored - s.passes} / {s.errors}"),

@@ -82,6 +82,20 @@ def group_table(title: str, groups: dict, ks: list[int]) -> Table:
     return table
 
 
+def headline_pass_at_1(summary: Summary) -> Text:
+    """pass@1 with the error count beside it; never a rate over zero scored samples."""
+    if summary.scored == 0:
+        return styled(
+            "pass@1 [bold red]—[/] (no scored sample: {} of {} ended in a harness error)",
+            summary.errors,
+            summary.samples,
+        )
+    estimate = fmt_estimate(summary.overall, PASS_AT, 1, 3)
+    if summary.errors:
+        return styled("pass@1 [bold]{}[/]  errors [bold red]{}[/]", estimate, summary.errors)
+    return styled("pass@1 [bold]{}[/]  errors 0", estimate)
+
+
 def summary_lines(summary: Summary) -> list[Text]:
     """The summary block, a line each (styled; `.plain` is the text)."""
     o = summary.overall
@@ -95,7 +109,7 @@ def summary_lines(summary: Summary) -> list[Text]:
     parts.append(f"flaky tasks {o.flaky_tasks}")
     intervals = interval_line(summary)
     lines: list[str | Text] = [
-        styled("pass@1 [bold]{}[/]  {}", fmt_estimate(o, PASS_AT, 1, 3), "  ".join(parts)),
+        Text.assemble(headline_pass_at_1(summary), "  ", "  ".join(parts)),
         *([intervals] if intervals else []),
         f"samples {summary.samples}  passed {summary.passes}  failed "
         f"{summary.scored - summary.passes}  errors {summary.errors} (not in pass rates)",

@@ -70,7 +70,47 @@ class Sandbox(Protocol):
         ...
 
     async def put(self, host_dir: Path, path: str = ".") -> None:
-        """Copy the contents of a host folder into the sandbox at `path`, overwriting files."""
+        """Copy the contents of a host folder into the sandbox at `path`, overwriting files.
+
+        A harness operation (setup, overlays, hidden files), streamed: the harness never holds a
+        whole folder in memory.
+        """
+        ...
+
+    async def end_agent(self) -> None:
+        """End the agent phase: kill every process the agent left and check that none is left.
+
+        From then on `exec` runs verifiers: as the agent's user, but with a fresh, empty HOME and
+        TMPDIR the agent never saw, a fixed PATH and no python user site (`PYTHONNOUSERSITE`);
+        `write_file` and `clear` act with the harness's own rights. Raises `SandboxError` when a
+        process of the agent cannot be ended (the harness failed, not the agent).
+        """
+        ...
+
+    async def begin_agent(self) -> None:
+        """Give the sandbox back to the agent after a grading (a multi-step task's next turn):
+        its own HOME and TMPDIR, its own rights. A fresh sandbox starts in the agent's phase."""
+        ...
+
+    async def clear(self, paths: Sequence[str]) -> list[str]:
+        """Remove whatever is at each path (relative to `workdir`, or absolute), whatever its type
+        or permissions, so that what the harness copies there next is all that is there.
+
+        Only after `end_agent`. Restores the owner's rwx on a path's parent folder when the agent
+        took it away, and returns one note per such repair (for the sample's reason). Raises
+        `OSError` when a path cannot be cleared: the workspace's state, hence the agent's doing.
+        """
+        ...
+
+    async def over_limit(self) -> str | None:
+        """Why the sample is over one of its resource limits right now (e.g. workspace disk), or
+        None. The engine asks every `limit_poll_s` seconds during the agent phase and stops the
+        agent with this reason."""
+        ...
+
+    @property
+    def limit_poll_s(self) -> float | None:
+        """How often `over_limit` is worth asking (None: this sandbox has no limit to watch)."""
         ...
 
 
@@ -135,7 +175,9 @@ class SandboxBackend(Protocol):
     isolated: bool
 
     def preflight(self) -> None:
-        """Raise `SandboxUnavailable` (a usage error) when this backend cannot run here."""
+        """Raise `SandboxUnavailable` (a usage error) when this backend cannot run here; then
+        remove what runs of evalrun that no longer exist left behind (temp folders, processes,
+        containers), recognised by a marker only evalrun writes and an owner that is dead."""
         ...
 
     def cannot_host(self, spec: SandboxSpec) -> str | None:
@@ -146,6 +188,11 @@ class SandboxBackend(Protocol):
         self, label: str, spec: SandboxSpec = DEFAULT_SPEC
     ) -> AbstractAsyncContextManager[Sandbox]:
         """A fresh sandbox as `spec` asks; closing it removes everything it made."""
+        ...
+
+    def abandon(self) -> None:
+        """On a forced exit (a second Ctrl-C): synchronously and quickly end every sandbox still
+        open - its processes, its container - or leave it marked for the next `preflight`."""
         ...
 
 
@@ -183,10 +230,24 @@ GIT_IDENTITY = {
 }
 
 
+# What a verifier's environment adds once the agent phase is over: no python user site, so a
+# usercustomize.py or .pth file the agent left under a home cannot run inside the verifier.
+VERIFIER_ENV = {"PYTHONNOUSERSITE": "1"}
+
+
 def sandbox_env(
-    *, home: str, tmpdir: str, path: str, extra: Mapping[str, str] | None = None
+    *,
+    home: str,
+    tmpdir: str,
+    path: str,
+    extra: Mapping[str, str] | None = None,
+    verifier: bool = False,
 ) -> dict[str, str]:
-    """The whole environment a sandboxed command sees: an allow-list, never the host's."""
+    """The whole environment a sandboxed command sees: an allow-list, never the host's.
+
+    `extra` (the caller's variables) may add anything but a verifier's HOME, TMPDIR and PATH;
+    `verifier` adds `VERIFIER_ENV`.
+    """
     env = {
         "PATH": path,
         "HOME": home,
@@ -198,4 +259,6 @@ def sandbox_env(
     }
     if extra:
         env.update(extra)
+    if verifier:
+        env.update({"PATH": path, "HOME": home, "TMPDIR": tmpdir, **VERIFIER_ENV})
     return env

@@ -7,8 +7,10 @@ What a sandboxed command sees (and nothing else):
 /etc                      a few read-only host files (ld.so.cache, alternatives, localtime,
                           python3*) plus a generated passwd/group/hosts naming uid 1000 "agent"
 /workspace                this sample's workspace, read-write          (`workdir`)
-/evalrun                  this sample's private harness folder, read-write (`private_dir`)
-/home/agent  /tmp         this sample's own home and temp folders, read-write
+/evalrun                  this sample's private harness folder (`private_dir`): read-only to the
+                          agent and the verifier, writable only by the harness's own commands
+/home/agent  /tmp         this sample's home and temp folders, read-write; a verifier gets new,
+                          empty ones the agent never saw
 /dev /proc                minimal devices; a proc of its own pid namespace
 ```
 
@@ -18,23 +20,35 @@ allow-listed environment. The tasks folder, the run
 directory, the user's home and every other host path are simply not mounted. Each sample's folders
 live in a host temp root that is removed when the sandbox closes.
 
+Since mounts are made per command, each command is run in one of three roles (`Role`): the
+agent's (private folder read-only), the harness's (private folder writable: copying files in,
+the answer file, clearing paths before the hidden verifier goes in) and, after `end_agent`, the
+verifier's (the agent's user, a fresh HOME and TMPDIR, private folder read-only).
+
 Files move in and out by running `tar`, `cat` and `base64` inside the sandbox, never by host-side
 path arithmetic: a symlink the agent planted (`verify.sh -> /host/file`) is then resolved inside
 the sandbox, where it can only reach the sample's own folders, so the harness cannot be tricked
-into reading or writing the host.
+into reading or writing the host. A folder goes in as a tar stream through a pipe.
 
-Limits, applied with `ulimit` inside the namespaces, so they count only this sample's processes:
-- `max_processes`: RLIMIT_NPROC. The kernel never enforces it for host root, so when evalrun runs
-  as root each sample's namespace maps to its own unprivileged host uid (via `setpriv`), which
-  also keeps concurrent samples apart on the host.
-- `memory_mb`: RLIMIT_AS, the virtual address space of each process (not a total across
-  processes; runtimes that reserve large ranges - JVM, node - need it raised or `null`).
 What a task may ask (`SandboxSpec`): its workspace at another absolute path (`/app`: bound there
 instead of /workspace), no network (always honoured, also with `network: host`), the network
 (only with `network: host`), and variables every command sees. A task image cannot be given;
-the task's CPU and memory limits and users are not enforced (the limits above apply).
+the task's CPU and memory limits and users are not enforced (the limits below apply).
+
+Limits, counted only for this sample's processes:
+- `max_processes`: RLIMIT_NPROC inside the namespaces. The kernel never enforces it for host
+  root, so when evalrun runs as root each sample's namespace maps to its own unprivileged host
+  uid (via `setpriv`), which also keeps concurrent samples apart on the host.
+- `memory_mb`: the sum over all of the sample's processes, by a memory cgroup of its own when
+  evalrun runs as root on a machine that offers one (`evalrun.sandbox.cgroup`, v2 or v1). The
+  fallback - not root, or no memory controller - is RLIMIT_AS per process: each process's own
+  virtual address space (runtimes that reserve large ranges - JVM, node - need it raised or null).
+- `disk_mb`: what the sample writes (workspace, home, temp): RLIMIT_FSIZE at the limit for every
+  file, and a watchdog that ends the agent when the total reaches it (`evalrun.sandbox.limits`).
 Every command's whole process tree dies with it: killing `bwrap` (timeout, cancellation) tears
-down its pid namespace, and background processes end when the command ends.
+down its pid namespace, and background processes end when the command ends. `end_agent` kills
+every bwrap process of the sample still running (their environment carries the sample's marker,
+`evalrun.sandbox.owner`) and checks the sample's cgroup is empty.
 """
 
 from __future__ import annotations
@@ -42,20 +56,20 @@ from __future__ import annotations
 import asyncio
 import base64
 import errno
-import io
 import itertools
 import os
 import shlex
 import shutil
 import subprocess
-import tarfile
 import tempfile
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from enum import Enum
 from functools import cached_property
 from pathlib import Path
 
 from evalrun.errors import SandboxError, SandboxUnavailable, UsageError
+from evalrun.sandbox import cgroup
 from evalrun.sandbox.base import (
     DEFAULT_SPEC,
     Command,
@@ -65,7 +79,18 @@ from evalrun.sandbox.base import (
     bad_workdir,
     sandbox_env,
 )
+from evalrun.sandbox.clear import clear_argv, clear_notes
+from evalrun.sandbox.limits import check_positive, disk_reason, host_disk_usage
+from evalrun.sandbox.owner import (
+    MARKER_FILE,
+    PROCESS_MARKER,
+    kill_marked,
+    mark_root,
+    remove_tree,
+    sweep_roots,
+)
 from evalrun.sandbox.process import run_process
+from evalrun.sandbox.transfer import TarPipe
 
 WORKDIR = "/workspace"
 PRIVATE_DIR = "/evalrun"
@@ -84,6 +109,8 @@ HOST_UID_SPAN = 1_000_000
 # File transfers are harness plumbing: bounded, so a FIFO or /dev/zero cannot hang or flood it.
 TRANSFER_TIMEOUT_S = 300.0
 MAX_READ_BYTES = 64 * 1024 * 1024
+CLEAR_TIMEOUT_S = 120.0
+DISK_POLL_S = 1.0
 
 # Transfer scripts: `$1` is the in-sandbox path. Exit 3/4/5 mean not found / a directory /
 # refused, so the caller can raise the matching OSError; anything else is a sandbox failure.
@@ -98,6 +125,14 @@ _WRITE = (
 _UNTAR = 'mkdir -p -- "$1" && tar -x -p -f - -C "$1" || exit 5'
 
 
+class Role(Enum):
+    """Whose command it is: decides the private folder's mount, HOME and TMPDIR."""
+
+    agent = "agent"
+    harness = "harness"
+    verifier = "verifier"
+
+
 class BwrapSandbox:
     """One sample: a host temp root whose folders are bound into every command's namespaces."""
 
@@ -109,6 +144,7 @@ class BwrapSandbox:
         root: Path,
         host_uid: int | None,
         spec: SandboxSpec = DEFAULT_SPEC,
+        group: Path | None = None,
     ):
         self.root = root
         self.workdir = spec.workdir or WORKDIR
@@ -116,14 +152,23 @@ class BwrapSandbox:
         self._host_uid = host_uid
         self._share_net = backend.network == "host" and spec.network is not Network.none
         self._env = dict(spec.env)
-
-    def _argv(self, argv: Sequence[str], cwd: str) -> list[str]:
-        return self._backend.command(
-            self.root, self._host_uid, argv, cwd, workdir=self.workdir, share_net=self._share_net
-        )
+        self._group = group
+        self._home, self._tmp = "home", "tmp"  # folders under root, bound at HOME_DIR and /tmp
+        self._agent_done = False
+        self.limit_poll_s = DISK_POLL_S if backend.disk_mb is not None else None
 
     def _cwd(self, cwd: str | None) -> str:
         return os.path.normpath(os.path.join(self.workdir, cwd or "."))
+
+    @property
+    def _role(self) -> Role:
+        """The role of `exec`: the agent's, then the verifier's once the agent phase is over."""
+        return Role.verifier if self._agent_done else Role.agent
+
+    @property
+    def _file_role(self) -> Role:
+        """The role of `write_file` / `read_file`: the agent's, then the harness's."""
+        return Role.harness if self._agent_done else Role.agent
 
     async def exec(
         self,
@@ -134,24 +179,43 @@ class BwrapSandbox:
         timeout_s: float | None = None,
     ) -> ExecResult:
         argv = ["bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
-        return await self._run(argv, cwd=self._cwd(cwd), env=env, timeout_s=timeout_s)
+        return await self._run(argv, self._role, cwd=self._cwd(cwd), env=env, timeout_s=timeout_s)
 
     async def _run(
         self,
         argv: Sequence[str],
+        role: Role,
         *,
         cwd: str | None = None,
         env: Mapping[str, str] | None = None,
         timeout_s: float | None,
-        stdin: bytes | None = None,
+        stdin: bytes | int | None = None,
         output_limit: int | None = None,
     ) -> ExecResult:
         cwd = cwd or self.workdir
-        extra = {**self._env, **(env or {})}
-        full_env = sandbox_env(home=HOME_DIR, tmpdir="/tmp", path=SANDBOX_PATH, extra=extra)
+        full_env = sandbox_env(
+            home=HOME_DIR,
+            tmpdir="/tmp",
+            path=SANDBOX_PATH,
+            extra={**self._env, **(env or {})},
+            verifier=role is Role.verifier,
+        )
+        full_env[PROCESS_MARKER] = str(self.root)
+        host_argv = self._backend.command(
+            self.root,
+            self._host_uid,
+            argv,
+            cwd,
+            workdir=self.workdir,
+            share_net=self._share_net,
+            private_rw=role is Role.harness,
+            home=self._home,
+            tmp=self._tmp,
+            group=self._group,
+        )
         try:
             return await run_process(
-                self._argv(argv, cwd),
+                host_argv,
                 cwd=str(self.root),
                 env=full_env,
                 timeout_s=timeout_s,
@@ -162,11 +226,18 @@ class BwrapSandbox:
             raise SandboxError(f"could not start bubblewrap: {exc}") from exc
 
     async def _transfer(
-        self, script: str, path: str, stdin: bytes | None = None, output_limit: int | None = None
+        self,
+        script: str,
+        path: str,
+        role: Role,
+        stdin: bytes | int | None = None,
+        output_limit: int | None = None,
     ) -> ExecResult:
         """Run a transfer script; map its exit code to the OSError a local file call would raise."""
         result = await self._run(
             ["bash", "-c", script, "evalrun-transfer", path],
+            role,
+            cwd=self.workdir if role is Role.agent else "/",
             timeout_s=TRANSFER_TIMEOUT_S,
             stdin=stdin,
             output_limit=output_limit,
@@ -184,13 +255,16 @@ class BwrapSandbox:
             raise PermissionError(f"{path}: {detail}")
         raise SandboxError(f"bubblewrap failed on {path}: {detail}")
 
+    def _abs(self, path: str) -> str:
+        return os.path.normpath(os.path.join(self.workdir, path))
+
     async def write_file(self, path: str, data: bytes | str) -> None:
         payload = data.encode() if isinstance(data, str) else data
-        await self._transfer(_WRITE, path, stdin=payload)
+        await self._transfer(_WRITE, self._abs(path), self._file_role, stdin=payload)
 
     async def read_file(self, path: str) -> bytes:
         limit = 2 * (MAX_READ_BYTES * 4 // 3 + 16)  # room for all of the base64 text
-        result = await self._transfer(_READ, path, output_limit=limit)
+        result = await self._transfer(_READ, self._abs(path), self._file_role, output_limit=limit)
         data = base64.b64decode(result.stdout)
         if len(data) > MAX_READ_BYTES:
             raise OSError(errno.EFBIG, f"larger than {MAX_READ_BYTES} bytes, not read", path)
@@ -198,28 +272,44 @@ class BwrapSandbox:
 
     async def put(self, host_dir: Path, path: str = ".") -> None:
         try:
-            archive = await asyncio.to_thread(_tar_folder, Path(host_dir))
+            pipe = TarPipe(Path(host_dir))
         except OSError as exc:
             raise SandboxError(f"reading {host_dir} to copy it in failed: {exc}") from exc
-        try:
-            await self._transfer(_UNTAR, path, stdin=archive)
-        except PermissionError as exc:
-            raise SandboxError(f"copying {host_dir} into the sandbox failed: {exc}") from exc
+        with pipe:
+            await self._transfer(_UNTAR, self._abs(path), Role.harness, stdin=pipe.read_fd)
+            try:
+                pipe.finish()
+            except OSError as exc:
+                raise SandboxError(f"reading {host_dir} to copy it in failed: {exc}") from exc
 
+    async def end_agent(self) -> None:
+        survivors = await asyncio.to_thread(kill_marked, self.root)
+        if self._group is not None and not await asyncio.to_thread(cgroup.kill_all, self._group):
+            survivors += cgroup.pids(self._group)
+        if survivors:
+            raise SandboxError(f"processes of the agent survived SIGKILL: {survivors}")
+        self._home, self._tmp = await asyncio.to_thread(_fresh_dirs, self.root, self._host_uid)
+        self._agent_done = True
 
-def _tar_folder(folder: Path) -> bytes:
-    """The contents of `folder` as an uncompressed tar, modes and symlinks kept, owners dropped."""
+    async def begin_agent(self) -> None:
+        self._home, self._tmp = "home", "tmp"
+        self._agent_done = False
 
-    def anonymous(info: tarfile.TarInfo) -> tarfile.TarInfo:
-        info.uid = info.gid = 0
-        info.uname = info.gname = ""
-        return info
+    async def clear(self, paths: Sequence[str]) -> list[str]:
+        absolute = [self._abs(p) for p in paths]
+        result = await self._run(
+            clear_argv(absolute), Role.harness, cwd="/", timeout_s=CLEAR_TIMEOUT_S
+        )
+        if not result.ok:
+            detail = result.stderr.strip() or f"exit {result.exit_code}"
+            raise OSError(f"could not clear {', '.join(paths)}: {detail}")
+        return clear_notes(result.stdout, self.workdir)
 
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for child in sorted(folder.iterdir()):
-            tar.add(child, arcname=child.name, filter=anonymous)
-    return buffer.getvalue()
+    async def over_limit(self) -> str | None:
+        if self._backend.disk_mb is None:
+            return None
+        used = await asyncio.to_thread(host_disk_usage, self.root)
+        return disk_reason(used, self._backend.disk_mb)
 
 
 class BwrapBackend:
@@ -234,14 +324,18 @@ class BwrapBackend:
         output_limit_bytes: int = 256 * 1024,
         memory_mb: int | None = 8192,
         max_processes: int | None = 512,
+        disk_mb: int | None = 4096,
         extra_ro_paths: Sequence[str] = (),
         network: str = "none",
     ):
         if network not in ("none", "host"):
             raise UsageError(f"sandbox.network: expected none or host, got {network!r}")
-        for knob, value in (("memory_mb", memory_mb), ("max_processes", max_processes)):
-            if value is not None and value < 1:
-                raise UsageError(f"sandbox.{knob}: expected a positive number or null, got {value}")
+        for knob, value in (
+            ("memory_mb", memory_mb),
+            ("max_processes", max_processes),
+            ("disk_mb", disk_mb),
+        ):
+            check_positive(knob, value)
         for extra in extra_ro_paths:
             if not os.path.isabs(extra):
                 raise UsageError(
@@ -251,11 +345,13 @@ class BwrapBackend:
         self.output_limit = output_limit_bytes
         self.memory_mb = memory_mb
         self.max_processes = max_processes
+        self.disk_mb = disk_mb
         self.extra_ro_paths = tuple(extra_ro_paths)
         self.network = network
         self._as_root = os.geteuid() == 0
         self._uids = itertools.count()
         self._ready = False
+        self._open: dict[Path, Path | None] = {}  # open sample roots -> their cgroup
 
     # --- the bwrap command line ---------------------------------------------------------------
     @cached_property
@@ -275,6 +371,20 @@ class BwrapBackend:
         return found
 
     @cached_property
+    def memory_cgroups(self) -> cgroup.MemoryCgroups | None:
+        """Where samples' memory cgroups go; None: `memory_mb` falls back to RLIMIT_AS."""
+        return cgroup.find() if self.memory_mb is not None else None
+
+    @property
+    def memory_enforcement(self) -> str:
+        """How `memory_mb` is enforced on this machine, for docs and messages."""
+        if self.memory_mb is None:
+            return "no memory limit"
+        if self.memory_cgroups is not None:
+            return f"{self.memory_mb} MiB per sample, {self.memory_cgroups.describe}"
+        return f"{self.memory_mb} MiB per process (RLIMIT_AS fallback: no usable memory cgroup)"
+
+    @cached_property
     def _fixed_args(self) -> list[str]:
         """The mounts and namespace flags every sample shares (host layout probed once)."""
         args = ["--ro-bind", "/usr", "/usr"]
@@ -291,7 +401,7 @@ class BwrapBackend:
         args += ["--dev", "/dev", "--proc", "/proc"]
         args += ["--unshare-all", "--unshare-user", "--uid", str(SANDBOX_UID)]
         args += ["--gid", str(SANDBOX_UID), "--hostname", "evalrun", "--cap-drop", "ALL"]
-        args += ["--die-with-parent", "--new-session"]
+        args += ["--die-with-parent", "--new-session", "--unsetenv", PROCESS_MARKER]
         help_text = subprocess.run(
             [self._bwrap, "--help"], capture_output=True, text=True, check=False
         ).stdout
@@ -299,12 +409,14 @@ class BwrapBackend:
             args.append("--disable-userns")
         return args
 
-    def _limits(self) -> str:
+    def _limits(self, group: Path | None) -> str:
         lines = []
         if self.max_processes is not None:
             lines.append(f"ulimit -u {self.max_processes}")
-        if self.memory_mb is not None:
+        if self.memory_mb is not None and group is None:
             lines.append(f"ulimit -v {self.memory_mb * 1024}")
+        if self.disk_mb is not None:
+            lines.append(f"ulimit -f {self.disk_mb * 1024}")  # bash counts 1024-byte blocks
         return "; ".join([*lines, 'exec "$@"'])
 
     def command(
@@ -316,28 +428,34 @@ class BwrapBackend:
         *,
         workdir: str = WORKDIR,
         share_net: bool = False,
+        private_rw: bool = False,
+        home: str = "home",
+        tmp: str = "tmp",
+        group: Path | None = None,
     ) -> list[str]:
         """The host argv that runs `argv` at in-sandbox `cwd` inside sample `root`'s sandbox,
-        whose workspace is bound at `workdir`; `share_net` keeps the host's network."""
-        prefix = []
+        whose workspace is bound at `workdir`; `share_net` keeps the host's network; `home` and
+        `tmp` name the folders under `root` bound at HOME_DIR and /tmp; `private_rw` makes the
+        private folder writable (the harness's own commands); `group` is the sample's cgroup."""
+        prefix = cgroup.join_argv(group) if group is not None else []
         if host_uid is not None:
             uid = str(host_uid)
-            prefix = [self._setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
+            prefix += [self._setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups"]
         binds = [
             ("etc/passwd", "/etc/passwd", "--ro-bind"),
             ("etc/group", "/etc/group", "--ro-bind"),
             ("etc/hosts", "/etc/hosts", "--ro-bind"),
-            ("tmp", "/tmp", "--bind"),
-            ("home", HOME_DIR, "--bind"),
+            (tmp, "/tmp", "--bind"),
+            (home, HOME_DIR, "--bind"),
             ("workspace", workdir, "--bind"),
-            ("private", PRIVATE_DIR, "--bind"),
+            ("private", PRIVATE_DIR, "--bind" if private_rw else "--ro-bind"),
         ]
         mounts = [arg for rel, dest, how in binds for arg in (how, str(root / rel), dest)]
         for extra in self.extra_ro_paths:  # last, so a path under /tmp is not hidden by it
             mounts += ["--ro-bind", extra, extra]
         if share_net:  # the host's network, and what resolves names on it
             mounts += ["--share-net", "--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"]
-        wrapper = ["bash", "-c", self._limits(), "evalrun-limits"]
+        wrapper = ["bash", "-c", self._limits(group), "evalrun-limits"]
         return [
             *prefix,
             self._bwrap,
@@ -353,7 +471,8 @@ class BwrapBackend:
 
     # --- the SandboxBackend contract ----------------------------------------------------------
     def preflight(self) -> None:
-        """Run `bash -c true` in a throwaway sandbox once; say plainly why it cannot run."""
+        """Run `bash -c true` in a throwaway sandbox once; say plainly why it cannot run.
+        Then remove the sample roots and cgroups of evalrun runs that no longer exist."""
         if self._ready:
             return
         _ = self._bwrap, self._setpriv if self._as_root else None  # each raises when missing
@@ -369,7 +488,7 @@ class BwrapBackend:
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise SandboxUnavailable(f"sandbox=bwrap could not start bubblewrap: {exc}") from exc
         finally:
-            _remove_tree(root)
+            remove_tree(root)
         if done.returncode != 0:
             raise SandboxUnavailable(
                 f"sandbox=bwrap: bubblewrap could not start a trial sandbox "
@@ -378,6 +497,9 @@ class BwrapBackend:
                 "namespaces (unprivileged user namespaces enabled, or root), and every mounted "
                 "path must be readable by the sandbox's uid."
             )
+        sweep_roots(self.name)
+        if self.memory_cgroups is not None:
+            self.memory_cgroups.sweep()
         self._ready = True
 
     def _next_uid(self) -> int | None:
@@ -397,6 +519,13 @@ class BwrapBackend:
                 "host's, or use sandbox=docker with a network)"
             )
         return None
+    def _new_group(self) -> Path | None:
+        if self.memory_cgroups is None or self.memory_mb is None:
+            return None
+        try:
+            return self.memory_cgroups.create(self.memory_mb, cgroup.next_serial())
+        except OSError as exc:
+            raise SandboxError(f"could not make the sample's memory cgroup: {exc}") from exc
 
     @asynccontextmanager
     async def open(
@@ -407,13 +536,30 @@ class BwrapBackend:
             raise SandboxError(problem)
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)
         root = Path(tempfile.mkdtemp(prefix=f"evalrun-bwrap-{safe}-"))
+        mark_root(root, self.name, keep=self.keep_workspaces)
+        group = None
+        self._open[root] = None
         try:
             uid = self._next_uid()
             await asyncio.to_thread(_make_root, root, uid)
-            yield BwrapSandbox(self, root, uid, spec)
+            group = self._open[root] = await asyncio.to_thread(self._new_group)
+            yield BwrapSandbox(self, root, uid, spec, group)
         finally:
-            if not self.keep_workspaces:
-                await asyncio.to_thread(_remove_tree, root)
+            await asyncio.to_thread(self._close, root, group)
+
+    def _close(self, root: Path, group: Path | None) -> None:
+        kill_marked(root)
+        if group is not None:
+            cgroup.remove(group)
+        if self.keep_workspaces:
+            (root / MARKER_FILE).unlink(missing_ok=True)
+        else:
+            remove_tree(root)
+        self._open.pop(root, None)
+
+    def abandon(self) -> None:
+        for root, group in list(self._open.items()):
+            self._close(root, group)
 
 
 def _make_root(root: Path, host_uid: int | None) -> None:
@@ -433,16 +579,13 @@ def _make_root(root: Path, host_uid: int | None) -> None:
             os.chown(path, host_uid, host_uid)
 
 
-def _remove_tree(root: Path) -> None:
-    """Remove a sample root even when the agent left folders without write or search permission."""
-    try:
-        shutil.rmtree(root)
-    except FileNotFoundError:
-        return
-    except OSError:
-        for dirpath, dirnames, _ in os.walk(root):
-            for name in dirnames:
-                path = os.path.join(dirpath, name)
-                if not os.path.islink(path):
-                    os.chmod(path, 0o700)
-        shutil.rmtree(root, ignore_errors=True)
+def _fresh_dirs(root: Path, host_uid: int | None) -> tuple[str, str]:
+    """A new, empty home and temp folder under `root` for the verifier (relative names)."""
+    home = Path(tempfile.mkdtemp(prefix="verifier-home-", dir=root))
+    tmp = Path(tempfile.mkdtemp(prefix="verifier-tmp-", dir=root))
+    home.chmod(0o755)
+    tmp.chmod(0o1777)
+    if host_uid is not None:
+        for path in (home, tmp):
+            os.chown(path, host_uid, host_uid)
+    return home.name, tmp.name

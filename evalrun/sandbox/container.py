@@ -1,4 +1,5 @@
-"""What the container backends (`docker`, `modal`) share: killable exec sessions and tar archives.
+"""What the container backends (`docker`, `modal`) share: killable exec sessions, the end of the
+agent phase.
 
 A container API can start a process (`docker exec`, `modal.Sandbox.exec`) but cannot kill the
 tree that process spawns, and it keeps no process group for us. So every command runs under a
@@ -19,17 +20,18 @@ repeating until none is left: a child that left the session with `setsid` dies t
 The wrapper checks for a `<pidfile>.kill` flag right after writing its pid file and the killer
 sets that flag before reading it, so a timeout that fires before the wrapper has started still
 stops it.
+
+At the end of the agent phase the harness runs `END_AGENT` as root: it kills every process in
+the container outside PID 1's session and its own - pid files are not consulted, an agent could
+forge one - until none is left, and checks; then it makes the verifier's fresh HOME and TMPDIR.
 """
 
 from __future__ import annotations
 
-import io
 import posixpath
-import tarfile
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 # Kill every process (except zombies and $me) whose session id is $sid; repeat until none is
 # left. Field 4 after the command name in /proc/<pid>/stat is the session id.
@@ -151,47 +153,34 @@ class ExecSession:
         return ["bash", "-c", KILLER, self.pidfile]
 
 
-# Archives for the container APIs. Every entry is owned by `owner` (the uid:gid commands run as
-# inside the container), never by whoever owns the files on the host.
+# $1 owner (uid:gid) of $2 (the verifier's HOME) and $3 (its TMPDIR). Exit 0: every process but
+# PID 1's session and ours is gone and the folders are fresh; exit 1: something survived 5 s.
+END_AGENT = r"""
+owner=$1 home=$2 tmp=$3
+session_of() {
+  local line; read -r line 2>/dev/null <"/proc/$1/stat" || return 1
+  set -- ${line##*) }; echo "$4"
+}
+init_sid=$(session_of 1); my_sid=$(session_of $$)
+for round in $(seq 100); do
+  found=
+  for st in /proc/[0-9]*/stat; do
+    read -r line 2>/dev/null <"$st" || continue
+    pid=${st#/proc/}; pid=${pid%/stat}
+    set -- ${line##*) }
+    [ "$1" = Z ] || [ "$pid" = 1 ] || [ "$4" = "$init_sid" ] || [ "$4" = "$my_sid" ] && continue
+    kill -9 "$pid" 2>/dev/null
+    found=1
+  done
+  [ -z "$found" ] && break
+  sleep 0.05
+done
+[ -n "$found" ] && { echo "processes of the agent survived SIGKILL" >&2; exit 1; }
+rm -rf -- "$home" "$tmp" && mkdir -m 0755 -- "$home" && mkdir -m 1777 -- "$tmp" \
+  && chown -- "$owner" "$home" "$tmp"
+"""
 
 
-def _owned(info: tarfile.TarInfo, owner: tuple[int, int]) -> tarfile.TarInfo:
-    info.uid, info.gid = owner
-    info.uname = info.gname = ""
-    return info
-
-
-def tar_folder(folder: Path, prefix: str = "", owner: tuple[int, int] = (0, 0)) -> bytes:
-    """The contents of `folder` as a tar, names under `prefix`, modes and symlinks kept.
-
-    Raises `OSError` when `folder` is missing or cannot be read.
-    """
-    if not folder.is_dir():
-        raise NotADirectoryError(f"not a folder: {folder}")
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for child in sorted(folder.iterdir()):
-            name = posixpath.join(prefix, child.name)
-            tar.add(child, arcname=name, filter=lambda info: _owned(info, owner))
-    return buffer.getvalue()
-
-
-def tar_file(name: str, data: bytes, owner: tuple[int, int] = (0, 0)) -> bytes:
-    """A tar holding one regular file `name` (parents are created by whoever extracts it)."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        info = _owned(tarfile.TarInfo(name), owner)
-        info.size, info.mode = len(data), 0o644
-        tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
-
-
-def tar_dirs(modes: Mapping[str, int], owner: tuple[int, int] = (0, 0)) -> bytes:
-    """A tar holding only folders: {name: mode}."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for name, mode in modes.items():
-            info = _owned(tarfile.TarInfo(name), owner)
-            info.type, info.mode = tarfile.DIRTYPE, mode
-            tar.addfile(info)
-    return buffer.getvalue()
+def end_agent_argv(owner: tuple[int, int], home: str, tmp: str) -> list[str]:
+    """The argv (run as root) of `END_AGENT` for a verifier running as `owner`."""
+    return ["bash", "-c", END_AGENT, "evalrun-end-agent", f"{owner[0]}:{owner[1]}", home, tmp]

@@ -4,19 +4,26 @@ Each sample gets a fresh container from `image` (default `evalrun-base:bookworm`
 `scripts/build-base-image.sh`) with `network_mode=none`, memory / CPU / pids limits, all but a few
 capabilities dropped and `no-new-privileges`. Docker's init (tini) is PID 1 and reaps orphans;
 `sleep infinity` keeps the container alive. Nothing of the host is mounted: the workspace, the
-hidden verify/ files and the agent's answer go in with `put_archive` and come out with
-`get_archive`, so a container never sees the tasks folder, the run directory or the host's home.
+hidden verify/ files and the agent's answer go in with `put_archive` (a tar streamed from a
+pipe) and come out with `get_archive` (streamed, bounded), so a container never sees the tasks
+folder, the run directory or the host's home.
 
 ```
-/workspace     the sample's workspace (`workdir`)
-/evalrun       the harness's private folder (`private_dir`, mode 0700): answer file, exec pid files
+/workspace     the sample's workspace (`workdir`), the agent's user's
+/evalrun       the harness's private folder (`private_dir`): root's, not writable by the agent
+  exec/        exec pid files (the agent's user's: its commands write them)
+  verifier-*   the verifier's fresh HOME and TMPDIR, made when the agent phase ends
 /home/agent    HOME, empty;  /tmp  TMPDIR
 ```
 
-Commands run through `evalrun.sandbox.container.ExecSession` (an allow-listed environment, a
-session of their own, the whole tree killed on timeout). If the killer itself cannot run - a fork
-bomb has taken every pid - or the output stream stays open after the kill, the container is
-restarted: every process in it dies, its files stay.
+Commands run as `user` through `evalrun.sandbox.container.ExecSession` (an allow-listed
+environment, a session of their own, the whole tree killed on timeout). If the killer itself
+cannot run - a fork bomb has taken every pid - or the output stream stays open after the kill,
+the container is restarted: every process in it dies, its files stay. `write_file` during the
+agent phase writes as `user` too (staged, then copied by the agent's user), so a path the agent
+chooses can never reach what only root may write; the harness's own writes afterwards are root's.
+`end_agent` kills every process outside PID 1's session as root and checks (a restart if any
+survives). `disk_mb` is RLIMIT_FSIZE for every process plus a watchdog (`du` as root).
 
 What a task may ask (`SandboxSpec`): its own image (built offline from a Dockerfile, or a prebuilt
 one that must be local or pullable), its workspace at another absolute path (also the image's
@@ -26,23 +33,27 @@ names one), its own `cpus` and `memory_mb` (replacing the configured limits), va
 command sees, and the user commands run as (a name or uid in the image; the verifier may run as
 another, `exec(..., user=...)`).
 
-Every container carries the label `evalrun=1` and is removed when its sample ends, also on
-cancellation and Ctrl-C. Containers left by a process that was killed outright (SIGKILL) are
-removed by the next `preflight()` on the same host; `scripts/docker-cleanup.sh` removes them all.
-Blocking SDK calls run in threads; an exec's output stream gets a thread of its own so that many
-long commands cannot starve the default pool the killer needs.
+Every container carries the label `evalrun=1` and its owner (`<host>:<pid>` plus the process's
+start time) and is removed when its sample ends, also on cancellation and Ctrl-C; a second Ctrl-C
+removes the open ones before exiting (`abandon`). Containers left by a process that was killed
+outright (SIGKILL) are removed by the next `preflight()` on the same host;
+`scripts/docker-cleanup.sh` removes them all. Blocking SDK calls run in threads; an exec's output
+stream gets a thread of its own so that many long commands cannot starve the default pool the
+killer needs.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import posixpath
 import re
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+import uuid
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from functools import cached_property
@@ -60,20 +71,36 @@ from evalrun.sandbox.base import (
     bad_workdir,
     sandbox_env,
 )
-from evalrun.sandbox.container import ExecSession, tar_dirs, tar_file, tar_folder
+from evalrun.sandbox.clear import clear_argv, clear_notes
+from evalrun.sandbox.container import ExecSession, end_agent_argv
+from evalrun.sandbox.limits import DU_SCRIPT, check_positive, disk_reason
 from evalrun.sandbox.output import BoundedBuffer
+from evalrun.sandbox.owner import owner_alive, start_time
+from evalrun.sandbox.transfer import TarPipe, first_file, tar_dirs, tar_file
 
 DEFAULT_IMAGE = "evalrun-base:bookworm"
 WORKDIR = "/workspace"
 PRIVATE_DIR = "/evalrun"
 HOME_DIR = "/home/agent"
 EXEC_DIR = f"{PRIVATE_DIR}/exec"
+VERIFIER_HOME = f"{PRIVATE_DIR}/verifier-home"
+VERIFIER_TMP = f"{PRIVATE_DIR}/verifier-tmp"
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 LABEL = "evalrun"
 OWNER_LABEL = "evalrun.owner"  # "<hostname>:<pid>" of the evalrun process that made it
+OWNER_START_LABEL = "evalrun.owner_start"  # that process's start time (a reused pid is not it)
 KEEP_LABEL = "evalrun.keep"
 CAPABILITIES = ["CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID"]
 KILL_GRACE_S = 3.0  # after the killer ran, how long the output stream may take to close
+ROOT_TIMEOUT_S = 120  # a harness command as root (clear, du) is ended after this long
+DISK_POLL_S = 2.0  # the disk watchdog's `du` is an exec: ask less often than on bwrap
+MAX_READ_BYTES = 64 * 1024 * 1024
+ABANDON_TIMEOUT_S = 20.0
+# As the agent's user: copy a staged file ($2) to its target ($1). Exit 4/5: a directory / refused.
+_COPY_STAGED = (
+    'trap \'rm -f -- "$2"\' EXIT; [ -d "$1" ] && exit 4; [ -p "$1" ] && exit 5; '
+    'mkdir -p -- "$(dirname -- "$1")" && cat -- "$2" > "$1" || exit 5'
+)
 BUILD_HINT = "build it offline with scripts/build-base-image.sh (or `evalrun image build`)"
 ENGINE_HINT = (
     "start an engine with scripts/docker-engine.sh (runs `dockerd --bridge=none "
@@ -103,18 +130,15 @@ class DockerSandbox:
         self.user = started.user
         self.owner_ids = started.owner_ids
         self._env = dict(started.env)
+        self._agent_done = False
+        self.limit_poll_s = DISK_POLL_S if backend.disk_mb is not None else None
 
     def _abs(self, path: str) -> str:
         return posixpath.normpath(posixpath.join(self.workdir, path))
 
     async def _call(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """A blocking SDK call in a thread; engine errors become `SandboxError`."""
-        from docker.errors import DockerException
-
-        try:
-            return await asyncio.to_thread(fn, *args, **kwargs)
-        except DockerException as exc:
-            raise SandboxError(f"docker {what} failed: {exc}") from exc
+        return await asyncio.to_thread(_engine_call, what, fn, *args, **kwargs)
 
     async def exec(
         self,
@@ -126,8 +150,14 @@ class DockerSandbox:
         user: str | None = None,
     ) -> ExecResult:
         argv = ["bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
-        extra = {**self._env, **(env or {})}
-        full_env = sandbox_env(home=HOME_DIR, tmpdir="/tmp", path=SANDBOX_PATH, extra=extra)
+        home, tmp = (VERIFIER_HOME, VERIFIER_TMP) if self._agent_done else (HOME_DIR, "/tmp")
+        full_env = sandbox_env(
+            home=home,
+            tmpdir=tmp,
+            path=SANDBOX_PATH,
+            extra={**self._env, **(env or {})},
+            verifier=self._agent_done,
+        )
         session = ExecSession.new(EXEC_DIR)
         wrapped = session.argv(argv, cwd=self._abs(cwd or "."), env=full_env)
         started = time.monotonic()
@@ -183,25 +213,34 @@ class DockerSandbox:
             return
         _close_socket(sock)
 
+    async def _run(self, argv: Sequence[str], user: str) -> tuple[int, str, str]:
+        """A short harness command (no session, no timeout of ours): (exit code, stdout, stderr)."""
+        result = await self._call(
+            "exec", self._container.exec_run, list(argv), user=user, workdir="/", demux=True
+        )
+        out, err = result.output or (None, None)
+        text = (out or b"").decode(errors="replace"), (err or b"").decode(errors="replace")
+        return result.exit_code, *text
+
     async def write_file(self, path: str, data: bytes | str) -> None:
         target = self._abs(path)
         payload = data.encode() if isinstance(data, str) else data
-        stat = await self._stat(target)
-        if stat is not None and stat.get("mode", 0) & (1 << 31):
-            raise IsADirectoryError(f"is a directory in the sandbox: {target}")
-        archive = tar_file(target.lstrip("/"), payload, self.owner_ids)
+        if self._agent_done:  # the harness's own file (the answer): root's, as it should stay
+            owner = (0, 0) if target.startswith(PRIVATE_DIR + "/") else self.owner_ids
+            archive = tar_file(target.lstrip("/"), payload, owner)
+            await self._call("put_archive", self._container.put_archive, "/", archive)
+            return
+        # The agent's write, made by the agent's user: staged where only it and root can look.
+        staged = f"{EXEC_DIR}/stage-{uuid.uuid4().hex}"
+        archive = tar_file(staged.lstrip("/"), payload, self.owner_ids, mode=0o600)
         await self._call("put_archive", self._container.put_archive, "/", archive)
-
-    async def _stat(self, target: str) -> dict | None:
-        """The engine's stat of `target` (HEAD on the archive endpoint), None when it is absent."""
-        from docker.utils import decode_json_header
-
-        url = self._api._url("/containers/{0}/archive", self._container.id)
-        response = await self._call("stat", self._api.head, url, params={"path": target})
-        if response.status_code == 404:
-            return None
-        header = response.headers.get("X-Docker-Container-Path-Stat")
-        return decode_json_header(header) if header else None
+        code, _, stderr = await self._run(
+            ["bash", "-c", _COPY_STAGED, "evalrun-write", target, staged], self.user
+        )
+        if code == 4:
+            raise IsADirectoryError(f"is a directory in the sandbox: {target}")
+        if code != 0:
+            raise PermissionError(f"{target}: {stderr.strip() or f'exit {code}'}")
 
     async def read_file(self, path: str) -> bytes:
         from docker.errors import NotFound
@@ -219,33 +258,71 @@ class DockerSandbox:
                 continue
             if stat.get("mode", 0) & (1 << 31):
                 raise IsADirectoryError(f"is a directory in the sandbox: {target}")
-            archive = await self._call("get_archive", b"".join, chunks)
-            return _single_file(archive, target)
+            data = await self._call("get_archive", first_file, chunks, MAX_READ_BYTES)
+            if data is None:
+                raise SandboxError(f"docker returned no file for {target}")
+            if len(data) > MAX_READ_BYTES:
+                raise OSError(errno.EFBIG, f"larger than {MAX_READ_BYTES} bytes, not read", path)
+            return data
         raise SandboxError(f"too many symlinks reading {path}")
 
     async def put(self, host_dir: Path, path: str = ".") -> None:
         target = self._abs(path)
         try:
-            archive = await asyncio.to_thread(
-                tar_folder, Path(host_dir), target.lstrip("/"), self.owner_ids
-            )
+            pipe = TarPipe(Path(host_dir), target.lstrip("/"), self.owner_ids)
         except OSError as exc:
-            raise SandboxError(
-                f"reading {host_dir} to copy into the sandbox failed: {exc}"
-            ) from exc
-        await self._call("put_archive", self._container.put_archive, "/", archive)
+            raise SandboxError(f"reading {host_dir} to copy it in failed: {exc}") from exc
+        with pipe:
+            await self._call("put_archive", self._container.put_archive, "/", pipe.chunks())
+            try:
+                pipe.finish()
+            except OSError as exc:
+                raise SandboxError(f"reading {host_dir} to copy it in failed: {exc}") from exc
+
+    async def end_agent(self) -> None:
+        argv = end_agent_argv(self.owner_ids, VERIFIER_HOME, VERIFIER_TMP)
+        code, _, stderr = await self._run(argv, "0")
+        if code != 0:  # a process outran the killer: a restart ends them all, files stay
+            await self._call("restart", self._container.restart, timeout=0)
+            code, _, stderr = await self._run(argv, "0")
+        if code != 0:
+            raise SandboxError(f"could not end the agent's processes: {stderr.strip()}")
+        self._agent_done = True
+
+    async def begin_agent(self) -> None:
+        self._agent_done = False
+
+    async def clear(self, paths: Sequence[str]) -> list[str]:
+        absolute = [self._abs(p) for p in paths]
+        argv = ["timeout", str(ROOT_TIMEOUT_S), *clear_argv(absolute)]
+        code, stdout, stderr = await self._run(argv, "0")
+        if code != 0:
+            detail = stderr.strip() or f"exit {code}"
+            raise OSError(f"could not clear {', '.join(paths)}: {detail}")
+        return clear_notes(stdout, self.workdir)
+
+    async def over_limit(self) -> str | None:
+        if self._backend.disk_mb is None:
+            return None
+        folders = [self.workdir, HOME_DIR, "/tmp", "/var/tmp", PRIVATE_DIR]
+        argv = ["timeout", "60", "bash", "-c", DU_SCRIPT, "evalrun-du", *folders]
+        code, stdout, _ = await self._run(argv, "0")
+        if code != 0 or not stdout.strip().isdigit():
+            return None
+        return disk_reason(int(stdout.strip()) * 1024, self._backend.disk_mb)
 
 
-def _single_file(archive: bytes, target: str) -> bytes:
-    import io
-    import tarfile
+def _engine_call(what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """A blocking SDK call; engine and transport errors become `SandboxError` (the harness's
+    failure, never the agent's - requests' errors are OSErrors, which grading would blame on the
+    workspace)."""
+    import requests
+    from docker.errors import DockerException
 
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        for member in tar:
-            extracted = tar.extractfile(member)
-            if extracted is not None:
-                return extracted.read()
-    raise SandboxError(f"docker returned no file for {target}")
+    try:
+        return fn(*args, **kwargs)
+    except (DockerException, requests.RequestException) as exc:
+        raise SandboxError(f"docker {what} failed: {exc}") from exc
 
 
 def _pump_in_thread(sock: Any, out: BoundedBuffer, err: BoundedBuffer) -> asyncio.Future:
@@ -298,7 +375,9 @@ class DockerBackend:
         user: str = "1000:1000",
         output_limit_bytes: int = 256 * 1024,
         keep_workspaces: bool = False,
+        disk_mb: int | None = 4096,
     ):
+        check_positive("disk_mb", disk_mb)
         if memory is not None and not _MEMORY.match(str(memory)):
             raise SandboxUnavailable(
                 f"sandbox.memory: expected a size like 512m or 2g (or null), got {memory!r}"
@@ -322,7 +401,10 @@ class DockerBackend:
         self.owner_ids = (int(uid), int(gid or uid))
         self.output_limit = output_limit_bytes
         self.keep_workspaces = keep_workspaces
+        self.disk_mb = disk_mb
         self.owner_label = f"{socket.gethostname()}:{os.getpid()}"
+        self.owner_start = start_time(os.getpid()) or ""
+        self._live: dict[str, Any] = {}  # container id -> container, for `abandon`
 
     @cached_property
     def client(self) -> Any:
@@ -385,7 +467,8 @@ class DockerBackend:
             owner_host, _, pid = labels.get(OWNER_LABEL, "").partition(":")
             if owner_host != host or labels.get(KEEP_LABEL) or not pid.isdigit():
                 continue
-            if _alive(int(pid)):
+            token = f"{owner_host}:{pid}:{labels.get(OWNER_START_LABEL, '')}"
+            if owner_alive(token):
                 continue
             with suppress(Exception):
                 container.remove(force=True)
@@ -409,6 +492,11 @@ class DockerBackend:
         workdir = spec.workdir or (self._image_workdir(image) if spec.image else None) or WORKDIR
         memory = f"{spec.memory_mb}m" if spec.memory_mb else self.memory
         cpus = spec.cpus or self.cpus
+        from docker.types import Ulimit
+
+        ulimits = []
+        if self.disk_mb is not None:  # RLIMIT_FSIZE, in bytes for Docker
+            ulimits.append(Ulimit(name="fsize", soft=self.disk_mb << 20, hard=self.disk_mb << 20))
         container = self.client.containers.create(
             image,
             ["sleep", "infinity"],
@@ -421,11 +509,13 @@ class DockerBackend:
             cap_drop=["ALL"],
             cap_add=CAPABILITIES,
             security_opt=["no-new-privileges"],
+            ulimits=ulimits,
             working_dir=workdir,
             hostname="sandbox",
             labels={
                 LABEL: "1",
                 OWNER_LABEL: self.owner_label,
+                OWNER_START_LABEL: self.owner_start,
                 "evalrun.sample": label[:200],
                 **({KEEP_LABEL: "1"} if self.keep_workspaces else {}),
             },
@@ -434,16 +524,16 @@ class DockerBackend:
             user, owner = self.user, self.owner_ids
             if spec.user is not None:
                 user, owner = _resolve_user(container, spec.user)
-            modes = {
-                workdir: 0o755,
-                HOME_DIR: 0o755,
-                PRIVATE_DIR: 0o700,
-                EXEC_DIR: 0o700,
-                "/logs": 0o755,  # Harbor verifiers write /logs/verifier/reward.txt
-                "/logs/verifier": 0o755,
+            root = (0, 0)
+            folders = {
+                workdir: (0o755, owner),
+                HOME_DIR: (0o755, owner),
+                PRIVATE_DIR: (0o755, root),  # the harness's: the agent may read, never write
+                EXEC_DIR: (0o700, owner),  # its commands' pid files (and staged writes)
+                "/logs": (0o755, owner),  # Harbor verifiers write /logs/verifier/reward.txt
+                "/logs/verifier": (0o755, owner),
             }
-            folders = tar_dirs({path[1:]: mode for path, mode in modes.items()}, owner)
-            container.put_archive("/", folders)
+            container.put_archive("/", tar_dirs({k[1:]: v for k, v in folders.items()}))
             container.start()
             if spec.image is not None:  # the image's files in the workspace become the user's
                 chown = ["chown", "-R", f"{owner[0]}:{owner[1]}", "--", workdir]
@@ -464,12 +554,28 @@ class DockerBackend:
         return workdir if workdir and not bad_workdir(workdir) else None
 
     def _dispose(self, container: Any) -> None:
+        """Remove (or, keeping workspaces, stop) a container; forgotten only once it is done,
+        so an `abandon` meanwhile still sees it."""
         if self.keep_workspaces:
             with suppress(Exception):
                 container.kill()
-            return
-        with suppress(Exception):
-            container.remove(force=True)
+        else:
+            with suppress(Exception):
+                container.remove(force=True)
+        self._live.pop(container.id, None)
+
+    def abandon(self) -> None:
+        """Remove every container still open, in parallel, waiting at most ABANDON_TIMEOUT_S
+        (what is left then goes with the next preflight: its owner will be gone)."""
+        threads = [
+            threading.Thread(target=self._dispose, args=(c,), daemon=True)
+            for c in list(self._live.values())
+        ]
+        for thread in threads:
+            thread.start()
+        deadline = time.monotonic() + ABANDON_TIMEOUT_S
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
 
     @asynccontextmanager
     async def open(
@@ -503,6 +609,7 @@ class DockerBackend:
             raise
         except docker.errors.DockerException as exc:
             raise SandboxError(f"docker could not start {image}: {exc}") from exc
+        self._live[container.id] = container
         try:
             yield DockerSandbox(self, container, started)
         finally:
@@ -542,12 +649,3 @@ def _resolve_user(container: Any, user: str) -> tuple[str, tuple[int, int]]:
             return f"{fields[2]}:{fields[3]}", (int(fields[2]), int(fields[3]))
     raise SandboxError(f"the task's user {user!r} is not in the image's /etc/passwd")
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

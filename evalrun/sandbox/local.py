@@ -10,6 +10,13 @@ have no network has none here either - where this host cannot do that, such task
 `env` is added to every command's environment. A task image or a workspace at a fixed path
 cannot be given (the workspace is a temp folder); CPU and memory limits and users are not
 enforced.
+
+What the harness still does here, knowing an adversarial agent can defeat every part of it:
+every command carries `EVALRUN_SANDBOX=<its sample's temp root>` in its environment, and
+`end_agent` kills every host process that does (an agent process that scrubs its environment
+escapes); the verifier gets a fresh HOME and TMPDIR; `preflight` removes the temp roots and
+processes of runs that no longer exist (`evalrun.sandbox.owner`). There is no disk or memory
+limit, and the hidden verifier is readable by the agent on the host all along.
 """
 
 from __future__ import annotations
@@ -33,11 +40,24 @@ from evalrun.sandbox.base import (
     SandboxSpec,
     sandbox_env,
 )
+from evalrun.sandbox.clear import clear_argv, clear_notes
+from evalrun.sandbox.owner import (
+    MARKER_FILE,
+    PROCESS_MARKER,
+    kill_marked,
+    mark_root,
+    remove_tree,
+    sweep_roots,
+)
 from evalrun.sandbox.process import run_process
+
+CLEAR_TIMEOUT_S = 120.0
 
 
 class LocalSandbox:
     """A workspace folder on the host; `exec` runs host processes inside it."""
+
+    limit_poll_s: float | None = None
 
     def __init__(
         self,
@@ -59,6 +79,7 @@ class LocalSandbox:
             Path(folder).mkdir(parents=True, exist_ok=True)
         self._output_limit = output_limit
         self._path_env = path_env
+        self._verifying = False
 
     def _abs(self, path: str) -> Path:
         return Path(path) if os.path.isabs(path) else Path(self.workdir) / path
@@ -77,7 +98,9 @@ class LocalSandbox:
             tmpdir=str(self._tmp),
             path=self._path_env,
             extra={**self._env, **(env or {})},
+            verifier=self._verifying,
         )
+        full_env[PROCESS_MARKER] = str(self.root)
         try:
             return await run_process(
                 [*self._prefix, *argv],
@@ -103,6 +126,28 @@ class LocalSandbox:
         except OSError as exc:
             raise SandboxError(f"copying {host_dir} into the workspace failed: {exc}") from exc
 
+    async def end_agent(self) -> None:
+        survivors = await asyncio.to_thread(kill_marked, self.root)
+        if survivors:
+            raise SandboxError(f"processes of the agent survived SIGKILL: {survivors}")
+        self._home = Path(tempfile.mkdtemp(prefix="verifier-home-", dir=self.root))
+        self._tmp = Path(tempfile.mkdtemp(prefix="verifier-tmp-", dir=self.root))
+        self._verifying = True
+
+    async def begin_agent(self) -> None:
+        self._home, self._tmp = self.root / "home", self.root / "tmp"
+        self._verifying = False
+
+    async def clear(self, paths: Sequence[str]) -> list[str]:
+        result = await self.exec(clear_argv(paths), timeout_s=CLEAR_TIMEOUT_S)
+        if not result.ok:
+            detail = result.stderr.strip() or f"exit {result.exit_code}"
+            raise OSError(f"could not clear {', '.join(paths)}: {detail}")
+        return clear_notes(result.stdout, self.workdir)
+
+    async def over_limit(self) -> str | None:
+        return None
+
 
 def _write(target: Path, payload: bytes) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -124,12 +169,14 @@ class LocalBackend:
         self.keep_workspaces = keep_workspaces
         self.output_limit = output_limit_bytes
         self._path_env = os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")
+        self._open: set[Path] = set()
 
     def preflight(self) -> None:
         if shutil.which("bash") is None:
             from evalrun.errors import SandboxUnavailable
 
             raise SandboxUnavailable("sandbox=local needs bash on PATH")
+        sweep_roots(self.name)
 
     @cached_property
     def _offline_prefix(self) -> list[str] | str:
@@ -176,6 +223,8 @@ class LocalBackend:
         prefix = self._offline_prefix if spec.network is Network.none else []
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)
         root = Path(tempfile.mkdtemp(prefix=f"evalrun-{safe}-"))
+        mark_root(root, self.name, keep=self.keep_workspaces)
+        self._open.add(root)
         try:
             yield LocalSandbox(
                 root,
@@ -185,5 +234,15 @@ class LocalBackend:
                 env=dict(spec.env),
             )
         finally:
+            await asyncio.to_thread(kill_marked, root)
+            if self.keep_workspaces:
+                (root / MARKER_FILE).unlink(missing_ok=True)
+            else:
+                await asyncio.to_thread(remove_tree, root)
+            self._open.discard(root)
+
+    def abandon(self) -> None:
+        for root in list(self._open):
+            kill_marked(root)
             if not self.keep_workspaces:
-                await asyncio.to_thread(shutil.rmtree, root, True)
+                remove_tree(root)

@@ -16,7 +16,8 @@ Docker: an allow-listed environment, a session of their own, the whole tree kill
 
 ```
 /workspace     the sample's workspace (`workdir`)
-/evalrun       the harness's private folder (`private_dir`): answer file, exec pid files
+/evalrun       the harness's private folder (`private_dir`): answer file, exec pid files, and
+               the verifier's fresh HOME and TMPDIR (made when the agent phase ends)
 /home/agent    HOME, empty;  /tmp  TMPDIR
 ```
 
@@ -24,8 +25,13 @@ What a task may ask (`SandboxSpec`): no network (`block_network=True` for its sa
 the network (only with `block_network: false`), its own `cpus` and `memory_mb`, and variables
 every command sees. A task image or a workspace at another path cannot be given here.
 
-Known limitation: commands run as root inside the Modal sandbox (Modal's default), so unlike the
-docker backend an agent there could alter the system tools verify.sh later uses.
+Folders go in as a tar streamed into a `tar -x` exec's stdin, never whole in memory. `end_agent`
+kills every process outside PID 1's session and its own, as on Docker, and checks.
+
+Known limitations: commands run as root inside the Modal sandbox (Modal's default), so unlike the
+docker backend an agent there could alter the system tools verify.sh later uses, and write the
+private folder. There is no disk watchdog (Modal bounds a sandbox's disk itself). A second Ctrl-C
+does not terminate open sandboxes: they end at their lifetime, `timeout_s`.
 
 Credentials come from MODAL_TOKEN_ID + MODAL_TOKEN_SECRET or from `~/.modal.toml` (or the file
 MODAL_CONFIG_PATH names); without them `preflight()` stops the run before it starts.
@@ -52,18 +58,23 @@ from evalrun.sandbox.base import (
     SandboxSpec,
     sandbox_env,
 )
-from evalrun.sandbox.container import ExecSession, tar_folder
+from evalrun.sandbox.clear import clear_argv, clear_notes
+from evalrun.sandbox.container import ExecSession, end_agent_argv
 from evalrun.sandbox.output import BoundedBuffer
+from evalrun.sandbox.transfer import CHUNK, TarPipe
 
 WORKDIR = "/workspace"
 PRIVATE_DIR = "/evalrun"
 HOME_DIR = "/home/agent"
 EXEC_DIR = f"{PRIVATE_DIR}/exec"
+VERIFIER_HOME = f"{PRIVATE_DIR}/verifier-home"
+VERIFIER_TMP = f"{PRIVATE_DIR}/verifier-tmp"
+CLEAR_TIMEOUT_S = 120
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 KILL_GRACE_S = 5.0
 EXEC_TIMEOUT_MARGIN_S = 10  # Modal's exec timeout, a backstop behind ours
 _PREPARE = f"mkdir -p {WORKDIR} {HOME_DIR} && mkdir -p -m 0700 {PRIVATE_DIR} {EXEC_DIR}"
-_UNTAR = 'mkdir -p -- "$1" && tar -x -f "$2" -C "$1"; status=$?; rm -f -- "$2"; exit $status'
+_UNTAR = 'mkdir -p -- "$1" && tar -x -f - -C "$1"'
 
 
 def _modal() -> Any:
@@ -84,11 +95,14 @@ class ModalSandbox:
     private_dir = PRIVATE_DIR
     is_container = True  # absolute paths (/tests, /logs) are the sandbox's own
 
+    limit_poll_s: float | None = None
+
     def __init__(self, sandbox: Any, output_limit: int, env: Mapping[str, str] | None = None):
         self._sb = sandbox
         self._output_limit = output_limit
         self._env = dict(env or {})
         self.sandbox_id: str | None = getattr(sandbox, "object_id", None)
+        self._agent_done = False
 
     def _abs(self, path: str) -> str:
         return posixpath.normpath(posixpath.join(WORKDIR, path))
@@ -115,8 +129,14 @@ class ModalSandbox:
     ) -> ExecResult:
         modal = _modal()
         argv = ["bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
-        extra = {**self._env, **(env or {})}
-        full_env = sandbox_env(home=HOME_DIR, tmpdir="/tmp", path=SANDBOX_PATH, extra=extra)
+        home, tmp = (VERIFIER_HOME, VERIFIER_TMP) if self._agent_done else (HOME_DIR, "/tmp")
+        full_env = sandbox_env(
+            home=home,
+            tmpdir=tmp,
+            path=SANDBOX_PATH,
+            extra={**self._env, **(env or {})},
+            verifier=self._agent_done,
+        )
         session = ExecSession.new(EXEC_DIR)
         wrapped = session.argv(argv, cwd=self._abs(cwd or "."), env=full_env)
         backstop = None if timeout_s is None else math.ceil(timeout_s) + EXEC_TIMEOUT_MARGIN_S
@@ -183,15 +203,61 @@ class ModalSandbox:
             raise SandboxError(f"modal could not read {target}: {exc}") from exc
 
     async def put(self, host_dir: Path, path: str = ".") -> None:
+        modal = _modal()
         try:
-            archive = await asyncio.to_thread(tar_folder, Path(host_dir))
+            pipe = TarPipe(Path(host_dir))
         except OSError as exc:
             raise SandboxError(f"reading {host_dir} for the sandbox failed: {exc}") from exc
-        staged = ExecSession.new(EXEC_DIR).pidfile + ".tar"
-        await self.write_file(staged, archive)
-        code, stderr = await self._plain(["bash", "-c", _UNTAR, "untar", self._abs(path), staged])
+        with pipe:
+            try:
+                proc = await self._sb.exec.aio(
+                    "bash", "-c", _UNTAR, "untar", self._abs(path), text=False
+                )
+                with suppress(OSError, modal.exception.Error):  # tar exited: its status says why
+                    while chunk := await asyncio.to_thread(os.read, pipe.read_fd, CHUNK):
+                        proc.stdin.write(chunk)
+                        await proc.stdin.drain.aio()
+                    proc.stdin.write_eof()
+                    await proc.stdin.drain.aio()
+                _, stderr, code = await asyncio.gather(
+                    proc.stdout.read.aio(), proc.stderr.read.aio(), proc.wait.aio()
+                )
+            except modal.exception.Error as exc:
+                raise SandboxError(f"modal exec failed: {exc}") from exc
+            try:
+                pipe.finish()
+            except OSError as exc:
+                raise SandboxError(f"reading {host_dir} for the sandbox failed: {exc}") from exc
         if code != 0:
-            raise SandboxError(f"unpacking {host_dir} in the sandbox failed: {stderr.strip()}")
+            detail = stderr.decode(errors="replace").strip()
+            raise OSError(f"unpacking {host_dir} in the sandbox failed: {detail}")
+
+    async def end_agent(self) -> None:
+        code, stderr = await self._plain(end_agent_argv((0, 0), VERIFIER_HOME, VERIFIER_TMP))
+        if code != 0:
+            raise SandboxError(f"could not end the agent's processes: {stderr.strip()}")
+        self._agent_done = True
+
+    async def begin_agent(self) -> None:
+        self._agent_done = False
+
+    async def clear(self, paths: Sequence[str]) -> list[str]:
+        argv = ["timeout", str(CLEAR_TIMEOUT_S), *clear_argv([self._abs(p) for p in paths])]
+        modal = _modal()
+        try:
+            proc = await self._sb.exec.aio(*argv, text=False)
+            stdout, stderr, code = await asyncio.gather(
+                proc.stdout.read.aio(), proc.stderr.read.aio(), proc.wait.aio()
+            )
+        except modal.exception.Error as exc:
+            raise SandboxError(f"modal exec failed: {exc}") from exc
+        if code != 0:
+            detail = stderr.decode(errors="replace").strip() or f"exit {code}"
+            raise OSError(f"could not clear {', '.join(paths)}: {detail}")
+        return clear_notes(stdout.decode(errors="replace"), WORKDIR)
+
+    async def over_limit(self) -> str | None:
+        return None
 
 
 async def _drain(stream: Any, buffer: BoundedBuffer) -> None:
@@ -292,6 +358,9 @@ class ModalBackend:
             )
         except modal.exception.Error as exc:
             raise SandboxError(f"modal could not create a sandbox: {exc}") from exc
+
+    def abandon(self) -> None:
+        """Nothing to do at once: open sandboxes end at their lifetime (`timeout_s`)."""
 
     async def _terminate(self, sandbox: Any) -> None:
         if not self.keep_workspaces:

@@ -45,19 +45,25 @@ async def run_process(
     env: Mapping[str, str],
     timeout_s: float | None,
     output_limit: int,
-    stdin: bytes | None = None,
+    stdin: bytes | int | None = None,
 ) -> ExecResult:
     """Run `argv` in its own session; on timeout or cancellation SIGKILL the whole group.
 
+    `stdin` is bytes to feed, or a file descriptor the process reads (a pipe another thread
+    writes: nothing is buffered here; the caller keeps and closes its own copy).
     Leftover background children are killed when the main process exits too, so nothing a
     sample started outlives it.
     """
     start = time.monotonic()
+    if isinstance(stdin, int):
+        stdin_arg: int = stdin
+    else:
+        stdin_arg = asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL
     proc = await asyncio.create_subprocess_exec(
         *argv,
         cwd=cwd,
         env=dict(env),
-        stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+        stdin=stdin_arg,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         start_new_session=True,
@@ -67,7 +73,7 @@ async def run_process(
     readers = asyncio.gather(out.drain(proc.stdout), err.drain(proc.stderr))
     timed_out = False
     try:
-        if stdin is not None:
+        if isinstance(stdin, bytes):
             assert proc.stdin is not None
             proc.stdin.write(stdin)
             with contextlib.suppress(BrokenPipeError, ConnectionResetError):

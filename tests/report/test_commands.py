@@ -65,7 +65,7 @@ def test_show_prints_the_terminal_report_again(run_dir):
     assert proc.returncode == 0, proc.stderr
     assert "002-flaky flaky" in proc.stdout
     assert (
-        "pass@1 0.556 ± 0.465  pass@3 0.667 ± 0.472  pass^3 0.333 ± 0.472  flaky tasks 1"
+        "pass@1 0.556 ± 0.465  errors 3  pass@3 0.667 ± 0.472  pass^3 0.333 ± 0.472  flaky tasks 1"
         in proc.stdout
     )
     assert (
@@ -128,8 +128,9 @@ def test_show_without_a_run_dir_says_how_to_call_it(evalrun):
 def test_a_multirun_writes_a_sweep_report_beside_its_jobs(suite, tmp_path):
     sweep = tmp_path / "multirun"
     proc = evalrun_subprocess(
-        "-m", f"tasks_dir={suite}", "agent=oracle,noop", "max_retries=0", f"hydra.sweep.dir={sweep}"
-    )
+        "-m", f"tasks_dir={suite}", "agent=oracle,noop", "max_retries=0", "max_errors=1000",
+        f"hydra.sweep.dir={sweep}",
+    )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert f"sweep report: {sweep / 'report.html'}" in proc.stdout
     text = (sweep / "report.html").read_text()

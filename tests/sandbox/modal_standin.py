@@ -9,7 +9,8 @@ the installed `modal` package):
 - `modal.Image.debian_slim(python_version=...)`, `.apt_install(*packages)`, `Image.from_registry`
 - `modal.Sandbox.create.aio(*entrypoint, app=, image=, timeout=, block_network=, workdir=, cpu=,
   memory=)`, `sb.exec.aio(*argv, text=, timeout=)` returning a process with `.stdout` / `.stderr`
-  (async-iterable, `.read.aio()`), `.wait.aio()` and `.returncode`, `sb.filesystem.read_bytes.aio`
+  (async-iterable, `.read.aio()`), `.stdin` (`write`, `write_eof`, `drain.aio()`), `.wait.aio()`
+  and `.returncode`, `sb.filesystem.read_bytes.aio`
   / `write_bytes.aio`, `sb.terminate.aio()`
 - `modal.exception.Error` and the `SandboxFilesystem*Error` classes those calls raise.
 
@@ -125,12 +126,33 @@ class _Stream:
             yield chunk.decode(errors="replace") if self._text else chunk
 
 
+class _StreamWriter:
+    """modal's `StreamWriter`: `write` buffers, `drain.aio()` flushes, `write_eof` ends it."""
+
+    def __init__(self, writer: asyncio.StreamWriter):
+        self._writer = writer
+
+    @property
+    def drain(self) -> _Aio:
+        return _Aio(self._drain)
+
+    def write(self, data: bytes | str) -> None:
+        self._writer.write(data.encode() if isinstance(data, str) else data)
+
+    def write_eof(self) -> None:
+        self._writer.write_eof()
+
+    async def _drain(self) -> None:
+        await self._writer.drain()
+
+
 class _ContainerProcess:
     def __init__(self, proc: asyncio.subprocess.Process, text: bool, timeout: int | None):
-        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout is not None and proc.stderr is not None and proc.stdin is not None
         self._proc = proc
         self._timeout = timeout
         self._returncode: int | None = None
+        self.stdin = _StreamWriter(proc.stdin)
         self.stdout = _Stream(proc.stdout, text)
         self.stderr = _Stream(proc.stderr, text)
         self.wait = _Aio(self._wait)
@@ -268,7 +290,9 @@ class Sandbox:
         extra = [f"{k}={v}" for k, v in (env or {}).items() if v is not None]
         argv = ["env", *extra, *args] if extra else list(args)
         STATE.execs.append(list(args))
-        return _ContainerProcess(await self._spawn(argv, workdir=workdir), text, timeout)
+        return _ContainerProcess(
+            await self._spawn(argv, workdir=workdir, stdin=True), text, timeout
+        )
 
     async def _fs_tool(self, script: str, path: str, data: bytes | None = None) -> bytes:
         if not path.startswith("/"):

@@ -13,6 +13,7 @@ from hydra.utils import instantiate
 
 from evalrun.cli import compose_config
 from evalrun.errors import SandboxUnavailable, UsageError
+from evalrun.sandbox import cgroup
 from evalrun.sandbox.bwrap import BwrapBackend
 from tests.conftest import require_engine
 
@@ -73,21 +74,57 @@ def test_limits_and_extra_read_only_paths_are_enforced(bwrap_ready, shared_dir: 
     shared = shared_dir / "tool"
     shared.mkdir()
     (shared / "version").write_text("tool 1.0\n")
-    backend = BwrapBackend(memory_mb=256, max_processes=16, extra_ro_paths=[str(shared)])
+    backend = BwrapBackend(max_processes=16, disk_mb=64, extra_ro_paths=[str(shared)])
     backend.preflight()
 
     async def body():
         async with backend.open("limits") as box:
-            limits = await box.exec("ulimit -u; ulimit -v")
-            big = await box.exec(["python3", "-c", "bytearray(512 * 1024 * 1024)"])
+            limits = await box.exec("ulimit -u; ulimit -f")
             tool = await box.exec(f"cat {shared}/version; touch {shared}/x")
-            return limits, big, tool
+            return limits, tool
 
-    limits, big, tool = asyncio.run(body())
-    assert limits.stdout.split() == ["16", str(256 * 1024)]
-    assert big.exit_code != 0 and "MemoryError" in big.stderr
+    limits, tool = asyncio.run(body())
+    assert limits.stdout.split() == ["16", str(64 * 1024)]
     assert tool.stdout == "tool 1.0\n" and "Read-only file system" in tool.stderr
     assert not (shared / "x").exists()
+
+
+HOG = 'python3 -c \'import time; x = b"x" * (120 << 20); time.sleep(2); print("held")\''
+
+
+@pytest.mark.bwrap
+def test_the_memory_limit_covers_all_of_a_samples_processes(bwrap_ready):
+    backend = BwrapBackend(memory_mb=300)
+    backend.preflight()
+    require_engine(backend.memory_cgroups is not None, "a memory cgroup (evalrun as root)")
+
+    async def body():
+        async with backend.open("memory") as box:
+            alone = await box.exec(HOG)
+            together = await box.exec(f"for i in 1 2 3; do {HOG} & done; wait")
+            return alone, together
+
+    alone, together = asyncio.run(body())
+    assert alone.stdout.split() == ["held"], alone.stderr  # 120 MiB fits under 300
+    assert together.stdout.count("held") < 3  # 3 x 120 MiB do not: the kernel ended one
+
+
+@pytest.mark.bwrap
+def test_without_a_cgroup_memory_falls_back_to_a_per_process_limit(bwrap_ready, monkeypatch):
+    monkeypatch.setattr(cgroup, "find", lambda: None)
+    backend = BwrapBackend(memory_mb=256)
+    backend.preflight()
+    assert "RLIMIT_AS fallback" in backend.memory_enforcement
+
+    async def body():
+        async with backend.open("rlimit") as box:
+            limit = await box.exec("ulimit -v")
+            big = await box.exec(["python3", "-c", "bytearray(512 * 1024 * 1024)"])
+            return limit, big
+
+    limit, big = asyncio.run(body())
+    assert limit.stdout.split() == [str(256 * 1024)]
+    assert big.exit_code != 0 and "MemoryError" in big.stderr
 
 
 @pytest.mark.bwrap

@@ -38,6 +38,12 @@ KNOWN_LIMITATIONS: dict[tuple[str, str], str] = {
         "local is not isolated: every sample can read and write every host path, including the "
         "other sample's workspace."
     ),
+    ("local", "test_the_agent_cannot_write_the_private_folder"): (
+        "local is not isolated: the private folder is a host folder of the same user."
+    ),
+    ("modal", "test_the_agent_cannot_write_the_private_folder"): (
+        "commands run as root in a Modal sandbox (Modal's default): nothing is out of its reach."
+    ),
 }
 
 LIMITS = Limits(setup_s=60, agent_s=60, verify_s=60, max_retries=0, retry_backoff_s=0.01)
@@ -264,6 +270,7 @@ def test_two_sandboxes_never_see_each_others_files(backend: SandboxBackend):
     async def body():
         async with backend.open("a") as a, backend.open("b") as b:
             await a.write_file("secret.txt", token)
+            await a.end_agent()  # the harness's own file: written once the agent phase is over
             await a.write_file(posixpath.join(a.private_dir, "answer.txt"), token)
             a_secret = posixpath.join(a.workdir, "secret.txt")
             a_answer = posixpath.join(a.private_dir, "answer.txt")
@@ -281,11 +288,13 @@ def test_close_leaves_nothing_behind(backend: SandboxBackend, spec: BackendSpec)
     async def body():
         async with backend.open("cleanup") as box:
             await box.write_file("big.bin", BIG)
-            await box.write_file(posixpath.join(box.private_dir, "answer.txt"), "x")
             made = await box.exec(
                 "mkdir -p locked/inner && touch locked/inner/f && chmod 000 locked/inner locked"
                 ' && touch "$HOME/h" "$TMPDIR/t"'
             )
+            await box.end_agent()
+            await box.write_file(posixpath.join(box.private_dir, "answer.txt"), "x")
+            await box.exec('touch "$HOME/h" "$TMPDIR/t"')
         return box, made
 
     box, made = run(body())
@@ -324,3 +333,76 @@ def test_a_planted_path_cannot_turn_a_fail_into_an_error(backend: SandboxBackend
     rec = asyncio.run(run_sample(task, 0, PlantingAgent(), backend, LIMITS, run_id="conformance"))
     assert rec.outcome is Outcome.failed, rec.reason
     assert "answer.txt does not contain 42" in rec.reason
+
+
+def test_the_agent_cannot_write_the_private_folder(backend: SandboxBackend):
+    async def body():
+        async with backend.open("private") as box:
+            answer = posixpath.join(box.private_dir, "answer.txt")
+            shell = await box.exec(
+                f"mkdir -p {answer}/x; echo planted > {box.private_dir}/p; chmod 500 "
+                f"{box.private_dir}; ls -A {box.private_dir}"
+            )
+            try:
+                await box.write_file(answer, "planted")
+                tool = "written"
+            except OSError as exc:
+                tool = str(exc)
+            await box.end_agent()
+            await box.write_file(answer, "the harness's")
+            return shell, tool, await box.read_file(answer)
+
+    shell, tool, answer = run(body())
+    assert "planted" not in shell.stdout and "answer.txt" not in shell.stdout, shell.stdout
+    assert tool != "written"
+    assert answer == b"the harness's"
+
+
+def test_end_agent_kills_what_the_agent_left_running(
+    backend: SandboxBackend, spec: BackendSpec, stray_processes
+):
+    marker = f"evalrun-survivor-{secrets.token_hex(6)}"
+    daemon = f"while :; do date +%N >> beat; sleep 0.05; done; : {marker}"
+
+    async def body():
+        async with backend.open("survivor") as box:
+            started = await box.exec(
+                f"setsid bash -c '{daemon}' >/dev/null 2>&1 & disown; sleep 0.3"
+            )
+            running = asyncio.ensure_future(box.exec(f"sleep 300; : {marker}"))
+            await asyncio.sleep(0.5)
+            await box.end_agent()
+            stopped = await _heartbeat_stops(box, "beat")
+            await asyncio.wait_for(running, 30)
+            return started, stopped
+
+    started, stopped = run(body())
+    assert started.ok, started.stderr
+    assert stopped, "a detached process of the agent kept running after end_agent"
+    if spec.host_processes:
+        assert stray_processes(marker) == []
+
+
+def test_the_verifier_gets_a_fresh_home_and_no_user_site(backend: SandboxBackend):
+    plant = (
+        'site=$(python3 -c "import site; print(site.getusersitepackages())") && mkdir -p "$site"'
+        ' && echo "print(\'USERCUSTOMIZE RAN\')" > "$site/usercustomize.py"'
+        ' && echo agent > "$HOME/.marker" && echo agent > "$TMPDIR/marker"'
+        " && python3 -c pass"
+    )
+    check = (
+        'python3 -c pass; ls -A "$HOME" "$TMPDIR"; echo "path=$PATH nousersite=$PYTHONNOUSERSITE"'
+    )
+
+    async def body():
+        async with backend.open("fresh") as box:
+            planted = await box.exec(plant)
+            await box.end_agent()
+            return planted, await box.exec(check, env={"HOME": "/", "PATH": "/tmp"})
+
+    planted, verifier = run(body())
+    assert "USERCUSTOMIZE RAN" in planted.stdout, planted.stdout + planted.stderr
+    assert verifier.ok, verifier.stderr
+    assert "USERCUSTOMIZE RAN" not in verifier.stdout
+    assert "marker" not in verifier.stdout
+    assert "nousersite=1" in verifier.stdout and "path=/tmp " not in verifier.stdout

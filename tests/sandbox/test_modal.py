@@ -85,8 +85,12 @@ def test_the_standin_matches_the_real_sdk_surface():
         assert hasattr(_SandboxFilesystem, name)
     write_order = list(inspect.signature(_SandboxFilesystem.write_bytes).parameters)
     assert write_order[1:3] == ["data", "remote_path"]  # positional, as the backend calls it
-    for name in ("wait", "returncode", "stdout", "stderr"):
+    for name in ("wait", "returncode", "stdout", "stderr", "stdin"):
         assert hasattr(_ContainerProcess, name)
+    from modal.io_streams import StreamWriter
+
+    for name in ("write", "write_eof", "drain"):  # put streams a tar into `tar -x`'s stdin
+        assert hasattr(StreamWriter, name) and hasattr(modal_standin._StreamWriter, name)
     for obj in (
         modal.Sandbox.create,
         modal.App.lookup,

@@ -1,0 +1,43 @@
+"""`Sandbox.clear` as one shell script, run with the harness's rights by every backend.
+
+For each path (relative to the workspace, or absolute): if its parent folder lacks the owner's
+rwx (an agent's `chmod 555 .`), restore it and say so on stdout; then remove whatever is at the
+path - file, symlink (never followed), FIFO, or a folder tree with read-only or unsearchable
+folders inside - and exit 5 when something is still there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+CLEAR_SCRIPT = r"""
+status=0
+for p in "$@"; do
+  parent=$(dirname -- "$p")
+  if [ -d "$parent" ] && [ ! -L "$parent" ] \
+     && [ -n "$(find "$parent" -maxdepth 0 ! -perm -u=rwx 2>/dev/null)" ]; then
+    chmod u+rwx -- "$parent" 2>/dev/null && printf 'restored\t%s\n' "$parent"
+  fi
+  if [ -e "$p" ] || [ -L "$p" ]; then
+    if [ -d "$p" ] && [ ! -L "$p" ]; then chmod -R u+rwX -- "$p" 2>/dev/null; fi
+    rm -rf -- "$p" 2>/dev/null
+    if [ -e "$p" ] || [ -L "$p" ]; then echo "could not remove $p" >&2; status=5; fi
+  fi
+done
+exit $status
+"""
+
+
+def clear_argv(paths: Sequence[str]) -> list[str]:
+    return ["bash", "-c", CLEAR_SCRIPT, "evalrun-clear", *paths]
+
+
+def clear_notes(stdout: str, workdir: str) -> list[str]:
+    """One note per permission the script restored, naming the folder as the agent knows it."""
+    notes = []
+    for line in stdout.splitlines():
+        kind, _, folder = line.partition("\t")
+        if kind == "restored":
+            where = "the workspace root" if folder in (".", workdir) else folder
+            notes.append(f"the harness restored the owner's rwx on {where} (the agent removed it)")
+    return notes

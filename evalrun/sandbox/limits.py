@@ -1,0 +1,71 @@
+"""The per-sample workspace disk limit: measured, then enforced by stopping the agent.
+
+No filesystem quota is available everywhere evalrun runs (Docker's `storage-opt size` needs
+overlay2 on xfs with project quotas; a size-capped tmpfs would hold the workspace in RAM), so the
+disk limit is two things together:
+
+- RLIMIT_FSIZE at the limit for every process of the sample: one file can never grow past it
+  (the writer gets EFBIG / SIGXFSZ, exactly at the limit);
+- a watchdog: the engine asks the sandbox (`Sandbox.over_limit`) every `limit_poll_s` during the
+  agent phase how much the sample has written - workspace, home and temp folders - and ends the
+  agent with the reason when it is at or over the limit. Many smaller files can overshoot the
+  limit by what is written in one poll interval.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+MIB = 1024 * 1024
+
+# Prints the KiB used under the given folders (one filesystem each, missing ones skipped).
+DU_SCRIPT = (
+    'total=0; for d in "$@"; do [ -d "$d" ] || continue; '
+    'n=$(du -skx -- "$d" 2>/dev/null | cut -f1); total=$((total + ${n:-0})); done; echo $total'
+)
+
+
+def host_disk_usage(root: Path) -> int:
+    """Bytes allocated under `root` on the host (sparse files count what they hold), without
+    following symlinks or crossing into other filesystems."""
+    total = 0
+    try:
+        device = os.lstat(root).st_dev
+    except OSError:
+        return 0
+    stack = [str(root)]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            total += info.st_blocks * 512
+            if stat.S_ISDIR(info.st_mode) and info.st_dev == device:
+                stack.append(entry.path)
+    return total
+
+
+def disk_reason(used_bytes: int, limit_mb: int) -> str | None:
+    """The watchdog's verdict: a reason when `used_bytes` is at or over `limit_mb`."""
+    if used_bytes < limit_mb * MIB:
+        return None
+    return (
+        f"workspace disk limit: the sample wrote {used_bytes / MIB:.0f} MiB, at or over "
+        f"sandbox.disk_mb={limit_mb}"
+    )
+
+
+def check_positive(knob: str, value: float | None) -> None:
+    """A limit knob is a positive number or null (no limit)."""
+    from evalrun.errors import UsageError
+
+    if value is not None and (isinstance(value, bool) or value <= 0):
+        raise UsageError(f"sandbox.{knob}: expected a positive number or null, got {value}")

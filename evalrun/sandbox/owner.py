@@ -1,0 +1,153 @@
+"""Who made a sandbox's host resources, and whether that run is still alive: what sweeps go by.
+
+Several evalrun runs (and test suites) share one machine, and a run killed outright (SIGKILL, a
+second Ctrl-C) cannot clean up after itself. So every resource a backend makes on the host - a
+sample's temp root, its cgroup, its container, its processes - carries the *owner token* of the
+evalrun process that made it:
+
+```
+<hostname>:<pid>:<start>      start: the process's start time in clock ticks since boot
+                              (/proc/<pid>/stat field 22), so a reused pid never passes for it
+```
+
+A resource is an orphan when its owner is on this host and that process is gone; the next
+`preflight()` of the same backend removes it. A live run's resources are never touched, and
+nothing without evalrun's marker is looked at at all:
+
+- temp roots: a folder `evalrun-*` in the temp dir holding `MARKER_FILE` ("<backend> <owner>",
+  plus " keep" for `keep_workspaces`: its processes are killed but the folder stays);
+- processes: a host process whose environment holds `PROCESS_MARKER=<its sample's temp root>`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import tempfile
+import time
+from pathlib import Path
+
+MARKER_FILE = ".evalrun-owner"
+PROCESS_MARKER = "EVALRUN_SANDBOX"
+ROOT_PREFIX = "evalrun-"
+KILL_ROUNDS = 20
+
+
+def start_time(pid: int) -> str | None:
+    """The process's start time (clock ticks since boot), None when it does not exist."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[-1].split()
+    return fields[19] if len(fields) > 19 else None
+
+
+def current_owner() -> str:
+    """This process's owner token (computed per call: a forked worker is an owner of its own)."""
+    pid = os.getpid()
+    return f"{socket.gethostname()}:{pid}:{start_time(pid) or '?'}"
+
+
+def owner_alive(token: str) -> bool:
+    """False only when `token` names a process on this host that is gone (or was replaced)."""
+    host, _, rest = token.partition(":")
+    pid, _, start = rest.partition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return True  # another machine's, or not ours to judge
+    now = start_time(int(pid))
+    if now is None:
+        return False
+    return start in ("", "?") or now == start
+
+
+def mark_root(root: Path, backend: str, keep: bool = False) -> None:
+    """Stamp a sample's temp root with its backend and owner (and whether to keep it)."""
+    (root / MARKER_FILE).write_text(f"{backend} {current_owner()}{' keep' if keep else ''}\n")
+
+
+def orphan_roots(backend: str) -> list[tuple[Path, bool]]:
+    """This backend's temp roots whose owner is gone, each with its keep flag."""
+    found = []
+    base = Path(tempfile.gettempdir())
+    with contextlib.suppress(OSError):
+        for entry in base.iterdir():
+            if not entry.name.startswith(ROOT_PREFIX) or entry.is_symlink():
+                continue
+            try:
+                kind, token, *flags = (entry / MARKER_FILE).read_text().split()
+            except (OSError, ValueError):
+                continue
+            if kind == backend and not owner_alive(token):
+                found.append((entry, "keep" in flags))
+    return found
+
+
+def marked_pids(root: Path) -> list[int]:
+    """Host processes started for the sample at `root` (their environment says so)."""
+    needle = f"{PROCESS_MARKER}={root}\0".encode()
+    found = []
+    me = os.getpid()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        with contextlib.suppress(OSError):
+            if needle in (entry / "environ").read_bytes():
+                found.append(int(entry.name))
+    return found
+
+
+def _state(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def kill_marked(root: Path) -> list[int]:
+    """SIGKILL every process marked for `root`, round after round until none is left alive.
+
+    Returns the pids still alive after the last round ([] when every one is gone; zombies count
+    as gone).
+    """
+    alive: list[int] = []
+    for _ in range(KILL_ROUNDS):
+        alive = [pid for pid in marked_pids(root) if _state(pid) not in (None, "Z")]
+        if not alive:
+            return []
+        for pid in alive:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.01)
+    return [pid for pid in alive if _state(pid) not in (None, "Z")]
+
+
+def remove_tree(root: Path) -> None:
+    """Remove a temp root even when the agent left folders without write or search permission."""
+    try:
+        shutil.rmtree(root)
+    except FileNotFoundError:
+        return
+    except OSError:
+        for dirpath, dirnames, _ in os.walk(root):
+            for name in dirnames:
+                path = os.path.join(dirpath, name)
+                if not os.path.islink(path):
+                    with contextlib.suppress(OSError):
+                        os.chmod(path, 0o700)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def sweep_roots(backend: str) -> int:
+    """Kill the processes of and remove every orphaned temp root of `backend`; how many."""
+    roots = orphan_roots(backend)
+    for root, keep in roots:
+        kill_marked(root)
+        if keep:
+            (root / MARKER_FILE).unlink(missing_ok=True)
+        else:
+            remove_tree(root)
+    return len(roots)

@@ -1,0 +1,137 @@
+"""Moving files across the sandbox boundary as streams: the harness never holds a whole folder.
+
+A folder goes in as a tar written by a thread into a pipe (`TarPipe`); the other end feeds
+whatever unpacks it - a `tar -x` inside bubblewrap (the read end as its stdin), Docker's
+`put_archive` (chunks), a `tar -x` in a Modal exec (its stdin) - so the harness's memory stays the
+same whatever the size of the files. Every entry is owned by `owner` (the uid:gid the sandbox's
+commands run as), never by whoever owns the files on the host; modes and symlinks are kept.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import posixpath
+import tarfile
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+
+CHUNK = 1 << 20
+
+
+def _owned(info: tarfile.TarInfo, owner: tuple[int, int]) -> tarfile.TarInfo:
+    info.uid, info.gid = owner
+    info.uname = info.gname = ""
+    return info
+
+
+class TarPipe:
+    """`folder`'s contents as a tar stream on `read_fd`, written by a thread of its own.
+
+    Use as a context manager; `finish()` (called on exit) waits for the writer and raises the
+    `OSError` it met reading the host folder, if any. Names go under `prefix`.
+    """
+
+    def __init__(self, folder: Path, prefix: str = "", owner: tuple[int, int] = (0, 0)):
+        if not folder.is_dir():
+            raise NotADirectoryError(f"not a folder: {folder}")
+        self.folder = folder
+        self.prefix = prefix
+        self.owner = owner
+        self.read_fd, self._write_fd = os.pipe()
+        self._error: OSError | None = None
+        self._thread = threading.Thread(target=self._write, name="evalrun-tar", daemon=True)
+        self._thread.start()
+
+    def _write(self) -> None:
+        try:
+            with (
+                os.fdopen(self._write_fd, "wb", buffering=CHUNK) as sink,
+                tarfile.open(fileobj=sink, mode="w|", format=tarfile.PAX_FORMAT) as tar,
+            ):
+                for child in sorted(self.folder.iterdir()):
+                    name = posixpath.join(self.prefix, child.name)
+                    tar.add(child, arcname=name, filter=lambda i: _owned(i, self.owner))
+        except BrokenPipeError:
+            pass  # the reader went away; it reports its own failure
+        except OSError as exc:
+            self._error = exc
+
+    def chunks(self) -> Iterator[bytes]:
+        """The stream, chunk by chunk (for APIs that take an iterable body)."""
+        while chunk := os.read(self.read_fd, CHUNK):
+            yield chunk
+
+    def close_reader(self) -> None:
+        if self.read_fd >= 0:
+            os.close(self.read_fd)
+            self.read_fd = -1
+
+    def finish(self) -> None:
+        self.close_reader()
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+
+    def __enter__(self) -> TarPipe:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close_reader()
+        self._thread.join()
+
+
+def tar_file(name: str, data: bytes, owner: tuple[int, int] = (0, 0), mode: int = 0o644) -> bytes:
+    """A tar holding one regular file `name` (parents are created by whoever extracts it)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        info = _owned(tarfile.TarInfo(name), owner)
+        info.size, info.mode = len(data), mode
+        tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def tar_dirs(folders: Mapping[str, tuple[int, tuple[int, int]]]) -> bytes:
+    """A tar holding only folders: {name: (mode, (uid, gid))}."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name, (mode, owner) in folders.items():
+            info = _owned(tarfile.TarInfo(name), owner)
+            info.type, info.mode = tarfile.DIRTYPE, mode
+            tar.addfile(info)
+    return buffer.getvalue()
+
+
+class _ChunkReader(io.RawIOBase):
+    """A read-only file over an iterable of byte chunks."""
+
+    def __init__(self, chunks: Iterable[bytes]):
+        self._chunks = iter(chunks)
+        self._pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def]
+        while not self._pending:
+            try:
+                self._pending = next(self._chunks)
+            except StopIteration:
+                return 0
+        size = min(len(buffer), len(self._pending))
+        buffer[:size] = self._pending[:size]
+        self._pending = self._pending[size:]
+        return size
+
+
+def first_file(chunks: Iterable[bytes], limit: int) -> bytes | None:
+    """The first regular file of a tar stream, reading at most `limit + 1` of its bytes (so a
+    caller can tell "too large" without holding more); None when the archive holds no file."""
+    stream = io.BufferedReader(_ChunkReader(chunks), CHUNK)
+    with tarfile.open(fileobj=stream, mode="r|") as tar:
+        for member in tar:
+            extracted = tar.extractfile(member)
+            if extracted is not None:
+                return extracted.read(limit + 1)
+    return None
