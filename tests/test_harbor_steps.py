@@ -114,10 +114,12 @@ def test_step_files_arrive_before_the_step_and_setup_sh_is_gone(multi_step):
     assert "tests" not in first  # no hidden tests before the first grading
 
 
-def test_no_reward_from_a_step_is_an_error_never_a_silent_zero(multi_step):
+def test_no_reward_from_a_step_is_a_fail_never_a_silent_zero(multi_step):
+    """The step's test.sh ran in the agent's workspace: no reward is a fail with the reason,
+    never an uncounted error the agent could cause."""
     (multi_step / "steps" / "implement" / "tests" / "test.sh").write_text("echo no reward\n")
     rec = run(load_task(multi_step), OracleAgent())
-    assert rec.outcome is Outcome.error
+    assert rec.outcome is Outcome.failed
     assert rec.reason.startswith("step 'implement': tests/test.sh wrote no reward")
 
 

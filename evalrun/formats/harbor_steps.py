@@ -22,8 +22,10 @@ key), or whose verifier could not give a reward, ends the task there. The task's
 per-key mean over the steps that ran (`mean`, the default; a key a step lacks counts 0) or the
 last step's (`final`); it passes at the run's `reward_threshold`. Each step's reward is kept as
 the score `step:<name>`. Where evalrun's rules are stricter than Harbor's: a step that left no
-usable reward makes the whole sample an `error` (never a silent 0), and the step's setup.sh is
-removed after it runs, as the task's environment/setup.sh is.
+usable reward makes the whole sample a `fail` with that reason (never a silent 0, and never an
+uncounted `error`: the agent could have caused it), and the step's setup.sh is removed after it
+runs, as the task's environment/setup.sh is. Between turns the agent's processes are ended
+before each grading and the sandbox is handed back to the agent after it (`Sandbox.begin_agent`).
 """
 
 from __future__ import annotations

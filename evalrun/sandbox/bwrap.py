@@ -519,6 +519,7 @@ class BwrapBackend:
                 "host's, or use sandbox=docker with a network)"
             )
         return None
+
     def _new_group(self) -> Path | None:
         if self.memory_cgroups is None or self.memory_mb is None:
             return None

@@ -648,4 +648,3 @@ def _resolve_user(container: Any, user: str) -> tuple[str, tuple[int, int]]:
         if len(fields) > 3 and fields[0] == user and fields[2].isdigit() and fields[3].isdigit():
             return f"{fields[2]}:{fields[3]}", (int(fields[2]), int(fields[3]))
     raise SandboxError(f"the task's user {user!r} is not in the image's /etc/passwd")
-
