@@ -250,7 +250,7 @@ def _run_job(cfg) -> None:
     task_overrides = OmegaConf.to_container(hydra_cfg.overrides.task, resolve=False)
     overrides = [str(o) for o in task_overrides if not str(o).startswith("run_dir=")]
     try:
-        _exit_codes.append(run(cfg, _console(), overrides=redact_overrides(overrides)))
+        _exit_codes.append(run(cfg, _console(), overrides=overrides))
         if hydra_cfg.mode is not None and hydra_cfg.mode.name == "MULTIRUN":
             from evalrun.report.sweep_html import render_sweep_html
 
@@ -260,8 +260,9 @@ def _run_job(cfg) -> None:
         _print_error(exc)
         sys.exit(exc.exit_code)
     finally:
-        if run_dir.is_dir() and not any(run_dir.iterdir()):
-            run_dir.rmdir()  # Hydra made it; a dry run or a refused run leaves nothing behind
+        from evalrun.store import remove_if_unused
+
+        remove_if_unused(run_dir)  # a dry run or a refused new run leaves nothing behind
 
 
 def _hydra_main() -> int:
@@ -291,28 +292,41 @@ def _hydra_main() -> int:
 
 def expand_resume(args: list[str]) -> list[str]:
     """`resume=<run-dir>` -> the overrides that run was composed from, then the new ones, then
-    `run_dir=<run-dir>`. The runner refuses if the result-relevant config no longer matches."""
+    `run_dir=<run-dir>`. The runner refuses if the result-relevant config no longer matches.
+
+    A recorded override whose value was redacted is never replayed as `***`: the resume is
+    refused naming it, unless the new overrides set that key again."""
     resumes = [a for a in args if a.startswith("resume=")]
     if not resumes:
         return args
-    from evalrun.store import CONFIG_FILE, RunStore
+    from evalrun.redact import override_name, redacted_keys
+    from evalrun.store import CONFIG_FILE, OVERRIDES_FILE, RunStore
 
     run_dir = Path(resumes[-1].split("=", 1)[1]).expanduser()
     if not (run_dir / CONFIG_FILE).is_file():
         raise UsageError(f"resume: {run_dir} is not a run directory (no {CONFIG_FILE} in it)")
     rest = [a for a in args if not a.startswith("resume=")]
-    return [*RunStore(run_dir).read_overrides(), *rest, f"run_dir={run_dir}"]
+    given = {override_name(a) for a in rest if "=" in a}
+    replayed = RunStore(run_dir).read_overrides()
+    redacted = set(redacted_keys(replayed))
+    missing = [k for k in redacted if override_name(k) not in given]
+    if missing:
+        raise UsageError(_redacted_resume_message(run_dir / OVERRIDES_FILE, sorted(missing)))
+    kept = [o for o in replayed if o.partition("=")[0] not in redacted]
+    return [*kept, *rest, f"run_dir={run_dir}"]
 
 
-def redact_overrides(overrides: list[str]) -> list[str]:
-    from evalrun.redact import MASK, is_secret_key
-
-    def one(item: str) -> str:
-        key, sep, _ = item.partition("=")
-        last = key.lstrip("+~").rsplit(".", 1)[-1]
-        return f"{key}={MASK}" if sep and is_secret_key(last) else item
-
-    return [one(o) for o in overrides]
+def _redacted_resume_message(path: Path, keys: list[str]) -> str:
+    """Name each key and show how to give its value again without it being written down."""
+    lines = [
+        f"resume: {path} holds {', '.join(keys)} with a redacted value (secret values are never "
+        "written, so a resume cannot replay them). Give each again, through the environment:"
+    ]
+    for key in keys:
+        variable = key.lstrip("+~").rsplit(".", 1)[-1].upper().replace("-", "_")
+        lines.append(f"  export {variable}=...  and add  '{key}=${{oc.env:{variable}}}'")
+    lines.append("(an ${oc.env:NAME} reference is recorded as written and replayed by a resume)")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> None:

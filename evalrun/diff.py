@@ -41,7 +41,7 @@ from rich.table import Table
 from rich.text import Text
 
 from evalrun.configdiff import NOT_RESULT_RELEVANT, diff
-from evalrun.console import styled
+from evalrun.console import make_console, styled
 from evalrun.errors import UsageError
 from evalrun.gate import read_summary
 from evalrun.metrics import PASS_AT, PASS_HAT, Summary, TaskStats, paired_change, pass_metric
@@ -193,8 +193,8 @@ def diff_runs(run_a: str | Path, run_b: str | Path) -> dict[str, Any]:
         if pass_metric(base, kk) in metrics:
             metrics[pass_metric(base, kk)]["paired"] = suite_significance(pairs, base, kk)
     return {
-        "a": {"label": str(a.run_dir), "run_id": a.summary.run_id},
-        "b": {"label": str(b.run_dir), "run_id": b.summary.run_id},
+        "a": {"label": str(a.run_dir), "run_id": a.summary.run_id, "state": _state(a.summary)},
+        "b": {"label": str(b.run_dir), "run_id": b.summary.run_id, "state": _state(b.summary)},
         "k": k,
         "config": config.to_json(),
         "config_not_result_relevant": sorted(
@@ -209,6 +209,21 @@ def diff_runs(run_a: str | Path, run_b: str | Path) -> dict[str, Any]:
         "metrics": metrics,
         "significance": metrics[pass_metric(PASS_AT, 1)]["paired"],
     }
+
+
+def _state(summary: Summary) -> str | None:
+    """`complete` or `partial N/M (missing cells: ...)`; None for a side that cannot tell."""
+    return summary.state.describe() if summary.state is not None else None
+
+
+def partial_warnings(result: dict[str, Any]) -> list[str]:
+    """One line per side that is partial: its numbers cover only the cells it recorded."""
+    return [
+        f"warning: run {side} ({result[side]['label']}) is {state}: its metrics cover only "
+        "the recorded cells"
+        for side in ("a", "b")
+        if (state := result[side].get("state")) and state != "complete"
+    ]
 
 
 def flat_keys(config_json: dict[str, Any]) -> list[str]:
@@ -242,6 +257,8 @@ def render(result: dict[str, Any], console: Console) -> None:
     console.print(
         styled("[bold]a[/] {}\n[bold]b[/] {}", result["a"]["label"], result["b"]["label"])
     )
+    for line in partial_warnings(result):
+        console.print(styled("[yellow]{}[/]", line), soft_wrap=True)
     config = result["config"]
     quiet = set(result["config_not_result_relevant"])
     if any(config[p] for p in ("changed", "added", "removed")):
@@ -336,6 +353,8 @@ def diff_command(args: list[str], console: Console) -> int:
     result = diff_runs(*runs)
     if as_json:
         print(json.dumps(result, indent=2, default=str))
+        for line in partial_warnings(result):  # on stderr, so the JSON stays parseable
+            make_console(stderr=True).print(line, soft_wrap=True)
     else:
         render(result, console)
     if html:

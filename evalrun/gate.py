@@ -44,19 +44,18 @@ reported as skipped, never as a breach, so one profile serves full runs and slic
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from evalrun.console import styled
 from evalrun.errors import UsageError
 from evalrun.metrics import GroupStats, Summary, TaskStats, paired_change
+from evalrun.report.rundata import read_summary
 from evalrun.stats import ALPHA, Estimate, fisher_exact
-from evalrun.store import SUMMARY_FILE
+
+EXIT_PARTIAL = 5  # `evalrun gate` refused a partial run (--allow-partial gates it anyway)
 
 _PASS = re.compile(r"^(pass[@^])(\d+|k)$")
 _SCOPED = re.compile(r"^(tag|difficulty|task):([^:]+):(.+)$")
@@ -278,18 +277,6 @@ class Baseline:
     summary: Summary
 
 
-def read_summary(run_dir: str | Path, role: str) -> Summary:
-    """Read `<run_dir>/summary.json`; `UsageError` naming `role` and the path when it is missing
-    or unreadable."""
-    path = Path(run_dir).expanduser() / SUMMARY_FILE
-    if not path.is_file():
-        raise UsageError(f"{role}: {path} not found (expected a finished run directory)")
-    try:
-        return Summary.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except (ValueError, ValidationError) as exc:
-        raise UsageError(f"{role}: {path} is not a readable run summary: {exc}") from exc
-
-
 def load_baseline(run_dir: str | Path) -> Baseline:
     return Baseline(Path(run_dir), read_summary(run_dir, "baseline"))
 
@@ -474,21 +461,60 @@ def print_verdict(profile: ThresholdProfile, summary: Summary, console) -> int:
     return 1 if breaches else 0
 
 
-def gate_command(args: list[str], compose, console) -> int:
-    """`evalrun gate <run-dir> [profile=<name>] [baseline=<run-dir>] [overrides]`.
+GATE_USAGE = "usage: evalrun gate <run-dir> profile=<name> [baseline=<run-dir>] [--allow-partial]"
 
-    Gates a finished run from its summary.json without running anything. `compose` turns
-    overrides into the composed config (the CLI's `compose_config`).
+
+def _profile_names() -> list[str]:
+    from evalrun.config import CONF_DIR
+
+    return sorted(p.stem for p in (CONF_DIR / "profile").glob("*.yaml") if p.stem != "none")
+
+
+def gate_command(args: list[str], compose, console) -> int:
+    """`evalrun gate <run-dir> [profile=<name>] [baseline=<run-dir>] [--allow-partial]`.
+
+    Gates a run that has ended from its summary without running anything. `compose` turns
+    overrides into the composed config (the CLI's `compose_config`). A profile with no
+    threshold is a usage error (exit 2: nothing would be checked); a partial run is refused
+    with `EXIT_PARTIAL` unless `--allow-partial`.
     """
-    run_dirs = [a for a in args if "=" not in a]
+    options = [a for a in args if a.startswith("-")]
+    for option in options:
+        if option != "--allow-partial":
+            raise UsageError(f"unknown option {option!r} ({GATE_USAGE})")
+    rest = [a for a in args if not a.startswith("-")]
+    run_dirs = [a for a in rest if "=" not in a]
     if len(run_dirs) != 1:
-        raise UsageError(
-            "usage: evalrun gate <run-dir> profile=<name> [baseline=<run-dir>]"
-            f" (expected one run directory, got {len(run_dirs)})"
-        )
-    cfg = compose([a for a in args if "=" in a])
+        raise UsageError(f"{GATE_USAGE} (expected one run directory, got {len(run_dirs)})")
+    cfg = compose([a for a in rest if "=" in a])
     run_dir = Path(run_dirs[0]).expanduser()
     profile = build_profile(cfg.profile, cfg.baseline)
+    if not profile.metric_names():
+        raise UsageError(
+            f"gate: nothing to check: pass profile=<name> (profile={profile.name} has no "
+            f"thresholds; available: {', '.join(_profile_names()) or 'none'}), or add one, "
+            "e.g. +profile.floors.pass@1=0.8"
+        )
     summary = read_summary(run_dir, "gate")
-    console.print(f"gating {run_dir} with profile={profile.name}", highlight=False)
+    state = summary.state
+    if state is not None and not state.complete:
+        if "--allow-partial" not in options:
+            console.print(
+                styled("[red]refusing to gate a partial run:[/]"),
+                f"{run_dir} is {state.describe()}. Finish it with: evalrun resume={run_dir}  "
+                "(or pass --allow-partial to gate the recorded cells only)",
+                soft_wrap=True,
+            )
+            return EXIT_PARTIAL
+        console.print(
+            styled("[yellow]gating a partial run (--allow-partial):[/]"),
+            state.describe(),
+            soft_wrap=True,
+        )
+    base_state = profile.baseline.summary.state if profile.baseline else None
+    if base_state is not None and not base_state.complete:
+        console.print(
+            styled("[yellow]warning: the baseline is {}[/]", base_state.describe()), soft_wrap=True
+        )
+    console.print(f"gating {run_dir} with profile={profile.name}")
     return print_verdict(profile, summary, console)

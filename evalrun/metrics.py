@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 
 from evalrun.records import Outcome, SampleDigest, SampleRecord
 from evalrun.stats import Difference, Estimate, paired_difference, pass_rate, task_mean
+from evalrun.store import RunState
 
 AnySample = SampleRecord | SampleDigest
 
@@ -154,6 +155,9 @@ class Summary(BaseModel):
     cost: CostStats
     error_samples: list[SampleError] = Field(default_factory=list)
     judges: dict[str, JudgeStats] = Field(default_factory=dict)
+    # complete, or partial N/M with the missing cells (`evalrun.store.run_state`); None only in
+    # a summary.json written before evalrun recorded it
+    state: RunState | None = None
 
 
 def _task_stats(task_id: str, meta: dict, recs: list[AnySample], ks: list[int]) -> TaskStats:

@@ -9,7 +9,7 @@ directory), so both produce the same objects with the same ids:
   fingerprint) updates its item in place.
 - **Experiment** named after the run, its id allocated once and kept in `<run-dir>/opik.json`
   (`evalrun.opik_link`); `experiment_config` is the redacted resolved config plus
-  `reproduction`.
+  `reproduction`; when the run's samples are sent, its state is added (`run_state`).
 - **Traces** with deterministic ids (`opik_traces.trace_id`). Before sending, the experiment's
   existing items are listed and samples already linked to it are skipped, so pushing a run
   twice - or resuming one - sends nothing twice.
@@ -228,12 +228,21 @@ class ExperimentExport:
 
     def _log_experiment_scores(self, summary: Summary) -> None:
         """What Experiment.log_experiment_scores sends, without importing opik.evaluation
-        (whose metrics pull in litellm: seconds of import time)."""
+        (whose metrics pull in litellm: seconds of import time) - plus the run's state in the
+        experiment's metadata (`run_state`: complete, or partial N/M with the missing cells)
+        and its status (`completed`, or `cancelled` for a partial run)."""
         from opik.rest_api.types import ExperimentScore
 
         values = experiment_scores(summary)
+        update: dict[str, Any] = {}
         if values:
+            scores = [ExperimentScore(name=n, value=v) for n, v in values.items()]
+            update["experiment_scores"] = scores
+        if summary.state is not None:
+            state = summary.state.model_dump(mode="json")
+            update["metadata"] = {**self.link.experiment_config, "run_state": state}
+            update["status"] = "completed" if summary.state.complete else "cancelled"
+        if update:
             self.client.rest_client.experiments.update_experiment(
-                id=self.link.experiment_id,
-                experiment_scores=[ExperimentScore(name=n, value=v) for n, v in values.items()],
+                id=self.link.experiment_id, **update
             )

@@ -29,7 +29,16 @@ from evalrun.metrics import Summary, summarize
 from evalrun.opik_export import ExperimentExport, connect, upsert_dataset
 from evalrun.opik_link import OpikDestination, OpikLink, TaskItem, new_link, task_item
 from evalrun.records import CellKey, SampleRecord
-from evalrun.store import CONFIG_FILE, PLAN_FILE, SAMPLES_FILE, SUMMARY_FILE, iter_records
+from evalrun.store import (
+    CONFIG_FILE,
+    PLAN_FILE,
+    SAMPLES_FILE,
+    SUMMARY_FILE,
+    RunLock,
+    iter_records,
+    planned_cells,
+    run_state,
+)
 from evalrun.tasks import Task, load_task
 
 
@@ -44,7 +53,11 @@ class SavedRun:
     cells: int
     config: dict[str, Any]
     tasks: dict[str, TaskItem]
-    cell_keys: frozenset[CellKey]
+    planned: tuple[CellKey, ...]  # in plan order
+
+    @property
+    def cell_keys(self) -> frozenset[CellKey]:
+        return frozenset(self.planned)
 
     @classmethod
     def read(cls, run_dir: Path) -> SavedRun:
@@ -57,11 +70,7 @@ class SavedRun:
         try:
             tasks_dir = Path(plan["tasks_dir"])
             planned = plan["tasks"]
-            keys = frozenset(
-                CellKey(task_id=t["id"], fingerprint=t["fingerprint"], trial=i)
-                for t in planned
-                for i in range(int(plan["trials"]))
-            )
+            keys = planned_cells(plan)
             items = {
                 t["id"]: TaskItem(
                     task_id=t["id"],
@@ -80,7 +89,7 @@ class SavedRun:
                 cells=int(plan.get("cells", len(keys))),
                 config=config,
                 tasks=items,
-                cell_keys=keys,
+                planned=tuple(keys),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise UsageError(f"{run_dir / PLAN_FILE}: not an evalrun plan ({exc!r})") from exc
@@ -88,20 +97,26 @@ class SavedRun:
     def records(self) -> list[SampleRecord]:
         """The plan's samples (a record for another fingerprint or trial is not this run's)."""
         records = iter_records(self.run_dir / SAMPLES_FILE, SampleRecord)
-        return [r for r in records if r.key in self.cell_keys]
+        keys = self.cell_keys
+        return [r for r in records if r.key in keys]
 
     def summary(self, records: list[SampleRecord]) -> Summary:
+        """summary.json (recomputed when missing, unreadable or stale), with the run's state."""
+        state = run_state(self.planned, [r.key for r in records])
         path = self.run_dir / SUMMARY_FILE
         if path.is_file():
             try:
-                return Summary.model_validate_json(path.read_text())
+                saved = Summary.model_validate_json(path.read_text())
+                if saved.samples == len(records):
+                    return saved.model_copy(update={"state": state})
             except ValueError:
                 pass  # an older or torn summary: recompute from the samples
         meta = {
             t.task_id: {"difficulty": t.difficulty, "tags": list(t.tags)}
             for t in self.tasks.values()
         }
-        return summarize(records, meta, run_id=self.run_id, trials=self.trials)
+        summary = summarize(records, meta, run_id=self.run_id, trials=self.trials)
+        return summary.model_copy(update={"state": state})
 
 
 def _read(path: Path, parse):
@@ -216,7 +231,11 @@ def push_command(args: list[str], compose: Callable[[list[str]], Any], console: 
         raise UsageError("usage: evalrun push <run-dir> [tracker.project=... tracker.host=...]")
     overrides = [a for a in args if "=" in a]
     dest = destination(compose(["tracker=opik", *overrides]).tracker)
-    result = push(Path(paths[0]), dest)
+    run_dir = Path(paths[0]).expanduser()
+    if not run_dir.is_dir():
+        raise UsageError(f"{run_dir}: no such directory (expected a run directory)")
+    with RunLock(run_dir, "push"):  # push writes opik.json: one writer at a time
+        result = push(run_dir, dest)
     skipped = f", {result.skipped} already there" if result.skipped else ""
     console.print(
         f"pushed {paths[0]} to Opik: experiment {result.experiment_name} "

@@ -15,7 +15,7 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,8 @@ from evalrun.gate import ThresholdProfile, build_profile
 from evalrun.judges import Judge, NoJudge, build_judge
 from evalrun.provenance import reproduction_info
 from evalrun.records import CellKey
-from evalrun.redact import redact
+from evalrun.redact import SecretValues, redact
+from evalrun.run_dirs import is_dir_template
 from evalrun.sandbox.base import SandboxBackend
 from evalrun.tasks import Difficulty, Suite, Task, runnable_on, scan_suite
 from evalrun.trackers.base import Tracker
@@ -79,6 +80,8 @@ class RunPlan:
     max_errors: int = 0  # more harness errors than this: the run exits EXIT_ERRORS
     skipped: tuple[SkippedTask, ...] = ()
     warnings: tuple[str, ...] = ()
+    secrets: SecretValues = field(repr=False, default_factory=SecretValues)
+    new_dir: bool = False  # run_dir is a template (`runs/${now:...}-eval`): claim a fresh one
 
     @property
     def unloadable(self) -> list[SkippedTask]:
@@ -265,11 +268,12 @@ def build(cfg: DictConfig) -> RunPlan:
     say_loading(suite.warnings, skipped)
     assert isinstance(resolved, dict)
     run_dir = Path(cfg.run_dir)
+    secrets = SecretValues.collect(resolved)
     plan = RunPlan(
         run_id=run_dir.name,
         run_dir=run_dir,
         tasks_dir=suite.tasks_dir,
-        config=redact(resolved),
+        config=redact(resolved, secrets),
         tasks=tuple(tasks),
         trials=cfg.trials,
         concurrency=cfg.concurrency,
@@ -289,6 +293,8 @@ def build(cfg: DictConfig) -> RunPlan:
         skipped=tuple(skipped),
         warnings=tuple(suite.warnings),
         max_errors=cfg.max_errors,
+        secrets=secrets,
+        new_dir=is_dir_template(cfg, "run_dir"),
     )
     warn_if_not_isolated(plan.backend, plan.agent)
     return plan
@@ -319,6 +325,11 @@ def say_loading(warnings: list[str], skipped: list[SkippedTask]) -> None:
             console.print(f"  {warning}")
     for task in skipped:
         console.print(styled("[yellow]skipped[/] {} ({}):", task.task_id, task.kind), task.reason)
+
+
+def with_run_dir(plan: RunPlan, run_dir: Path) -> RunPlan:
+    """The same plan, writing into `run_dir` (a freshly claimed directory)."""
+    return replace(plan, run_dir=run_dir, run_id=run_dir.name, new_dir=False)
 
 
 TRUSTED_AGENTS = frozenset({"oracle", "noop"})

@@ -22,13 +22,23 @@ from evalrun.engine import EXIT_INTERRUPTED, execute, exit_now
 from evalrun.errors import UsageError
 from evalrun.gate import print_verdict
 from evalrun.metrics import Summary, summarize
-from evalrun.plan import EXIT_UNLOADABLE, RunPlan, build, cell_key, say_skipped
+from evalrun.plan import EXIT_UNLOADABLE, RunPlan, build, cell_key, say_skipped, with_run_dir
 from evalrun.progress import RunProgress
 from evalrun.records import SampleRecord
+from evalrun.redact import MIN_SCRUB_CHARS
 from evalrun.report.files import write_reports
 from evalrun.report.terminal import render
 from evalrun.sandbox.base import SandboxBackend
-from evalrun.store import CONFIG_FILE, PLAN_FILE, SUMMARY_FILE, RunStore
+from evalrun.store import (
+    CONFIG_FILE,
+    PLAN_FILE,
+    SUMMARY_FILE,
+    RunLock,
+    RunStore,
+    claim_new_run_dir,
+    remove_if_unused,
+    run_state,
+)
 
 EXIT_ERRORS = 3  # more samples ended in a harness error than `max_errors` allows
 
@@ -85,7 +95,9 @@ def run(cfg: DictConfig, console: Console | None = None, overrides: list[str] | 
     """Run the composed config; return the exit code: 0; 1 when the gate breaks; 3
     (`EXIT_ERRORS`) when more samples than `max_errors` ended in a harness error; 4 when the run
     finished but task folders of the suite could not be loaded (they were skipped); 130 when
-    interrupted. `overrides` are the command-line overrides, kept so a resume can replay them.
+    interrupted (the run is partial). `overrides` are the command-line overrides, kept (redacted)
+    so a resume can replay them. The run directory is locked for the whole run: a second writer
+    is refused.
 
     Outside the samples' execution (preflight, reports) a Ctrl-C exits at once, quietly; during
     it the first one cancels the samples in flight and the second exits at once (`execute`)."""
@@ -96,12 +108,19 @@ def run(cfg: DictConfig, console: Console | None = None, overrides: list[str] | 
         say_skipped(plan.skipped, console)
         console.print("dry run: nothing was run")
         return EXIT_UNLOADABLE if plan.unloadable else 0
+    claimed = plan.new_dir  # a template run_dir outside Hydra (which claims its own)
+    if claimed:
+        plan = with_run_dir(plan, claim_new_run_dir(plan.run_dir))
+    existed = plan.run_dir.exists() and not claimed
     previous = _exit_on_interrupt(plan.backend)
     try:
-        return _run_plan(plan, console, overrides)
+        with RunLock(plan.run_dir, "run"):
+            return _run_plan(plan, console, overrides)
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
+        if not existed:
+            remove_if_unused(plan.run_dir)  # refused before it wrote anything
 
 
 def _exit_on_interrupt(backend: SandboxBackend) -> Any:
@@ -117,12 +136,22 @@ def _exit_on_interrupt(backend: SandboxBackend) -> Any:
         return None
 
 
+def warn_unscrubbed(plan: RunPlan, console: Console) -> None:
+    for name in plan.secrets.unscrubbed:
+        console.print(
+            styled("[yellow]warning:[/]"),
+            f"the value of {name} is shorter than {MIN_SCRUB_CHARS} characters: it is masked "
+            "in config.yaml and overrides.yaml but not scrubbed from agent output and logs",
+        )
+
+
 def _run_plan(plan: RunPlan, console: Console, overrides: list[str] | None) -> int:
     plan.backend.preflight()
     plan.agent.preflight()
     plan.judge.preflight()
     refuse_incompatible_resume(plan)
-    store = RunStore(plan.run_dir)
+    warn_unscrubbed(plan, console)
+    store = RunStore(plan.run_dir, plan.secrets)
     store.create()
     store.write_config(plan.config)
     if overrides is not None:
@@ -146,9 +175,9 @@ def _run_plan(plan: RunPlan, console: Console, overrides: list[str] | None) -> i
     with RunProgress(len(todo), dict(Counter(t.id for t, _ in todo)), console) as progress:
 
         def on_record(record: SampleRecord) -> None:
-            store.append(record)
-            plan.tracker.record(record)
-            progress.advance(record)
+            written = store.append(record)  # scrubbed of the run's secret values
+            plan.tracker.record(written)
+            progress.advance(written)
 
         try:
             interrupted = asyncio.run(
@@ -178,12 +207,16 @@ def _run_plan(plan: RunPlan, console: Console, overrides: list[str] | None) -> i
         report_expectations(plan.run_dir, [r for r in store.records() if r.key in wanted], console)
     console.print(f"report: {report_files[0]}", soft_wrap=True)
     say_skipped(plan.skipped, console)
-    if interrupted:
+    state = summary.state
+    if state is not None and not state.complete:
         console.print(
             styled(
-                "[yellow]interrupted after {} of {} samples.[/]", summary.samples, len(plan.cells)
+                "[yellow]{}the run is {}.[/]",
+                "interrupted: " if interrupted else "",
+                state.describe(),
             ),
             f"Resume with: {resume_command(plan.run_dir)}",
+            soft_wrap=True,
         )
         return EXIT_INTERRUPTED
     verdict = print_verdict(plan.profile, summary, console)
@@ -203,9 +236,11 @@ def _run_plan(plan: RunPlan, console: Console, overrides: list[str] | None) -> i
 
 
 def summarize_run(plan: RunPlan, store: RunStore) -> Summary:
-    """Summarise the plan's cells from the store and write summary.json."""
+    """Summarise the plan's cells from the store, with the run's state, and write summary.json."""
     wanted = plan.cell_keys()
     records = [r for r in store.digests() if r.key in wanted]
     summary = summarize(records, plan.task_meta(), run_id=plan.run_id, trials=plan.trials)
+    state = run_state([cell_key(t, i) for t, i in plan.cells], [r.key for r in records])
+    summary = summary.model_copy(update={"state": state})
     store.write_json(SUMMARY_FILE, summary.model_dump(mode="json"))
     return summary

@@ -2,41 +2,68 @@
 
 ```
 <run_dir>/
+  writer.lock      flock-ed by the one process writing the directory (its pid and start time)
   config.yaml      the resolved config, secrets redacted
   overrides.yaml   the command-line overrides it was composed from (replayed by a resume)
   plan.json        tasks with fingerprints, cells, run id
   samples.jsonl    one SampleRecord per finished sample, appended, flushed and fsynced
-  summary.json     metrics over samples.jsonl (rewritten at the end of a run)
+  summary.json     metrics over samples.jsonl and the run's state (rewritten at the end of a run)
   samples/<task>/<trial>/{setup,agent,verify}.log
 ```
+
+One run, one directory, one writer:
+
+- `claim_new_run_dir` creates a new run's directory with an exclusive mkdir; a name already
+  taken (two runs started in the same second) gets `-2`, `-3`, ...: a directory is never reused.
+- `RunLock` is held by every process that writes a run directory (a run, a resume, `evalrun
+  push`, `evalrun report`) for as long as it writes. A second writer is refused (`RunBusy`, exit
+  2) naming the holder's pid and start time. The lock is an `flock` on `writer.lock`, which the
+  kernel drops when its holder dies, so the lock of a killed run is simply taken over. Readers
+  never take it (`current_writer` reads who holds it, as a hint).
+- `run_state` is the one definition of whether a run is complete: every planned cell has a
+  record, or `partial N/M (missing cells: ...)`.
+- Everything the store writes is scrubbed of the run's secret values (`evalrun.redact`).
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import os
-from collections.abc import Iterator
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel
+from pydantic import BaseModel, computed_field
 
+from evalrun.errors import UsageError
 from evalrun.records import CellKey, SampleDigest, SampleRecord
+from evalrun.redact import SecretValues, redact, redact_overrides
 
 SAMPLES_FILE = "samples.jsonl"
 SUMMARY_FILE = "summary.json"
 PLAN_FILE = "plan.json"
 CONFIG_FILE = "config.yaml"
 OVERRIDES_FILE = "overrides.yaml"
+LOCK_FILE = "writer.lock"
+MAX_SUFFIX = 1000
 
 
 class RunStore:
-    """Appends records crash-safely and reads them back, tolerating a half-written last line."""
+    """Appends records crash-safely and reads them back, tolerating a half-written last line.
 
-    def __init__(self, run_dir: Path):
+    Everything written goes through `secrets` first: a record's text, a log, a JSON file, the
+    config (masked by name and scrubbed by value) and the overrides."""
+
+    def __init__(self, run_dir: Path, secrets: SecretValues | None = None):
         self.run_dir = Path(run_dir)
         self.samples_path = self.run_dir / SAMPLES_FILE
+        self.secrets = secrets or SecretValues()
         self._handle = None
 
     def create(self) -> None:
@@ -45,27 +72,33 @@ class RunStore:
     def write_json(self, name: str, data: Any) -> Path:
         path = self.run_dir / name
         tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+        text = json.dumps(self.secrets.scrub_data(data), indent=2, sort_keys=False, default=str)
+        tmp.write_text(text + "\n")
         os.replace(tmp, path)
         return path
 
     def write_config(self, config: dict[str, Any]) -> None:
-        (self.run_dir / CONFIG_FILE).write_text(yaml.safe_dump(config, sort_keys=False))
+        safe = redact(config, self.secrets)
+        (self.run_dir / CONFIG_FILE).write_text(yaml.safe_dump(safe, sort_keys=False))
 
     def write_overrides(self, overrides: list[str]) -> None:
-        (self.run_dir / OVERRIDES_FILE).write_text(yaml.safe_dump(list(overrides)))
+        safe = redact_overrides(overrides, self.secrets)
+        (self.run_dir / OVERRIDES_FILE).write_text(yaml.safe_dump(safe))
 
     def read_overrides(self) -> list[str]:
         path = self.run_dir / OVERRIDES_FILE
         return list(yaml.safe_load(path.read_text()) or []) if path.exists() else []
 
-    def append(self, record: SampleRecord) -> None:
+    def append(self, record: SampleRecord) -> SampleRecord:
+        """Write `record` (scrubbed) durably; return what was written, for the trackers."""
+        record = self.secrets.scrub_record(record)
         if self._handle is None:
             _drop_torn_tail(self.samples_path)
             self._handle = self.samples_path.open("a", encoding="utf-8")
         self._handle.write(record.model_dump_json() + "\n")
         self._handle.flush()
         os.fsync(self._handle.fileno())
+        return record
 
     def close(self) -> None:
         if self._handle is not None:
@@ -75,7 +108,7 @@ class RunStore:
     def write_log(self, key: CellKey, name: str, text: str) -> None:
         folder = self.run_dir / "samples" / key.task_id / str(key.trial)
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / name).write_text(text, encoding="utf-8", errors="replace")
+        (folder / name).write_text(self.secrets.scrub(text), encoding="utf-8", errors="replace")
 
     def records(self) -> list[SampleRecord]:
         """Every complete record; a torn last line (a crash mid-write) is skipped."""
@@ -111,3 +144,193 @@ def iter_records(path: Path, model: type[M]) -> Iterator[M]:
                 yield model.model_validate_json(raw)
             except ValueError:
                 continue
+
+
+# --- the run's state: complete or partial ------------------------------------------------------
+class RunState(BaseModel):
+    """Whether every planned cell has a record. `missing` lists the cells without one
+    (`task#trial`, in plan order): exactly what a resume would run."""
+
+    cells: int
+    recorded: int
+    missing: list[str] = []
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def complete(self) -> bool:
+        return not self.missing and self.recorded == self.cells
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def label(self) -> str:
+        return self.describe()
+
+    def describe(self, shown: int = 5) -> str:
+        """`complete`, or `partial 13/30 (missing cells: a#0, a#1, b#0 and 14 more)`."""
+        if self.complete:
+            return "complete"
+        listed = ", ".join(self.missing[:shown])
+        more = f" and {len(self.missing) - shown} more" if len(self.missing) > shown else ""
+        return f"partial {self.recorded}/{self.cells} (missing cells: {listed}{more})"
+
+
+def run_state(planned: Iterable[CellKey], recorded: Iterable[CellKey]) -> RunState:
+    """THE definition of a run's state: which planned cells (a task at its planned fingerprint,
+    a trial) have at least one record. Every reader - summary, ls, show, report, gate, diff,
+    trackers - gets the state from here."""
+    cells = list(dict.fromkeys(planned))
+    have = set(recorded)
+    missing = [key.label for key in cells if key not in have]
+    return RunState(cells=len(cells), recorded=len(cells) - len(missing), missing=missing)
+
+
+def planned_cells(plan: Mapping[str, Any]) -> list[CellKey]:
+    """The cells a plan.json names, in plan order (task, then trial)."""
+    trials = int(plan.get("trials", 0))
+    return [
+        CellKey(task_id=str(t["id"]), fingerprint=str(t.get("fingerprint", "")), trial=i)
+        for t in plan.get("tasks", [])
+        for i in range(trials)
+    ]
+
+
+def read_state(run_dir: Path) -> RunState:
+    """The state of a run directory from its files (plan.json, samples.jsonl), read now; a run
+    being written is read as far as it got. `UsageError` when plan.json is unreadable."""
+    path = Path(run_dir) / PLAN_FILE
+    try:
+        plan = json.loads(path.read_text(encoding="utf-8"))
+        cells = planned_cells(plan)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise UsageError(f"{path}: not a readable evalrun plan ({exc})") from exc
+    recorded = (key for key in iter_records(Path(run_dir) / SAMPLES_FILE, CellKey))
+    return run_state(cells, recorded)
+
+
+# --- one directory, one writer -----------------------------------------------------------------
+def claim_new_run_dir(path: Path) -> Path:
+    """Create a new run's directory exclusively: `path`, or `path-2`, `path-3`, ... when that
+    name is taken. Never returns a directory that existed before."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for n in range(1, MAX_SUFFIX):
+        candidate = path if n == 1 else path.with_name(f"{path.name}-{n}")
+        try:
+            candidate.mkdir()
+        except FileExistsError:
+            continue
+        return candidate
+    raise UsageError(f"run_dir: {path} and {MAX_SUFFIX - 2} suffixed names are all taken")
+
+
+def remove_if_unused(run_dir: Path) -> None:
+    """Remove a run directory that holds nothing but its lock file (a dry run, a refused run)."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir() or any(p.name != LOCK_FILE for p in run_dir.iterdir()):
+        return
+    (run_dir / LOCK_FILE).unlink(missing_ok=True)
+    run_dir.rmdir()
+
+
+class RunBusy(UsageError):
+    """Another live process is writing this run directory."""
+
+
+@dataclass(frozen=True)
+class Writer:
+    """Who holds a run directory's lock, as written into writer.lock by the holder."""
+
+    pid: int
+    started: str  # local time, to the second
+    what: str  # run, push, report
+
+    def alive(self) -> bool:
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:  # someone else's process
+            return True
+        return True
+
+
+def _read_writer(path: Path) -> Writer | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8") or "null")
+        return Writer(int(data["pid"]), str(data["started"]), str(data.get("what", "run")))
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+
+
+def current_writer(run_dir: Path) -> Writer | None:
+    """The live process writing `run_dir`, read from its lock file without taking the lock (a
+    hint for readers such as `evalrun ls`; a dead holder's leftover reads as None)."""
+    writer = _read_writer(Path(run_dir) / LOCK_FILE)
+    return writer if writer is not None and writer.alive() else None
+
+
+class RunLock:
+    """`with RunLock(run_dir, "run"):` - this process is the one writer of `run_dir`.
+
+    Raises `RunBusy` (a `UsageError`, exit 2) when another live process holds it. The directory
+    is created if missing (an explicit `run_dir=`); the lock file stays, emptied, on release
+    (removing it would let two processes lock two different files of the same name)."""
+
+    def __init__(self, run_dir: Path, what: str = "run"):
+        self.run_dir = Path(run_dir)
+        self.path = self.run_dir / LOCK_FILE
+        self.what = what
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise UsageError(f"{self.path}: cannot take the writer lock: {exc}") from exc
+            raise RunBusy(self._busy_message()) from None
+        me = {
+            "pid": os.getpid(),
+            "started": datetime.now().astimezone().isoformat(timespec="seconds"),
+            "what": self.what,
+        }
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, (json.dumps(me) + "\n").encode(), 0)
+        self._fd = fd
+
+    def _busy_message(self) -> str:
+        writer = _read_writer(self.path)
+        for _ in range(10):  # the holder may be between taking the lock and writing its pid
+            if writer is not None:
+                break
+            time.sleep(0.02)
+            writer = _read_writer(self.path)
+        who = (
+            f"pid {writer.pid} (started {writer.started}, {writer.what})"
+            if writer
+            else "another process"
+        )
+        return (
+            f"run {self.run_dir} is being written by {who}; one writer at a time - wait for it "
+            "to end (or stop it) and try again. Reading it (ls, show, diff, gate) needs no lock."
+        )
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        fd, self._fd = self._fd, None
+        try:
+            os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    def __enter__(self) -> RunLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()

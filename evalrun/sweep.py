@@ -187,6 +187,7 @@ def summarize_sweep(sweep_dir: Path) -> dict[str, Any]:
                 "swept": {k: job.overrides.get(k) for k in keys},
                 "overrides": job.overrides,
                 "finished": job.summary is not None,
+                "state": _state(job.summary),
                 "metrics": job_metrics(job.summary) if job.summary else None,
                 "intervals": job_intervals(job.summary) if job.summary else None,
                 "gate": job.gate or None,
@@ -195,6 +196,10 @@ def summarize_sweep(sweep_dir: Path) -> dict[str, Any]:
         ],
         "judges": judge_agreement(jobs, labels),
     }
+
+
+def _state(summary: Summary | None) -> str | None:
+    return summary.state.describe() if summary is not None and summary.state else None
 
 
 def _fmt(value: Any, interval: dict[str, Any] | None = None) -> str:
@@ -215,8 +220,11 @@ def render(sweep: dict[str, Any], console) -> None:
     for job in sweep["jobs"]:
         metrics = job["metrics"] or {}
         gate = job["gate"] or {}
+        state = job.get("state") or ""
         if not job["finished"]:
             verdict = styled("[yellow]unfinished[/]")
+        elif state.startswith("partial"):
+            verdict = styled("[yellow]{}[/]", state.split(" (")[0])
         elif gate.get("exit_code"):
             verdict = styled("[red]broken ({})[/]", len(gate.get("breaches", [])))
         else:

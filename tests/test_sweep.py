@@ -72,6 +72,8 @@ def fake_job(root, num, overrides, outcomes_scores):
     store.create()
     store.write_config({"profile": {"_target_": "evalrun.gate.ThresholdProfile", "name": "none"}})
     store.write_overrides(overrides)
+    plan = {"run_id": str(num), "trials": 4, "tasks": [{"id": "t1", "fingerprint": "f"}]}
+    store.write_json("plan.json", plan)
     records = []
     for trial, (outcome, scores) in enumerate(outcomes_scores):
         rec = SampleRecord(

@@ -62,12 +62,6 @@ def show(args: list[str], console: Console) -> int:
             styled("[yellow]skipped[/] {} ({}):", task.get("id"), task.get("kind")),
             str(task.get("reason")),
         )
-    if not run.finished:
-        console.print(
-            styled("[yellow]unfinished run:[/]"),
-            f"{run.summary.samples} of {run.plan.get('cells', '?')} "
-            "samples recorded (summary computed from samples.jsonl)",
-        )
     return 0
 
 
@@ -100,6 +94,6 @@ def report(args: list[str], console: Console) -> int:
     """evalrun report <run-dir | multirun-dir>: write report.html and junit.xml again."""
     from evalrun.report.files import rerender
 
-    for path in rerender(_one_dir(args, "evalrun report <run-dir | multirun-dir>")):
+    for path in rerender(_one_dir(args, "evalrun report <run-dir | multirun-dir>")):  # locks
         console.print(str(path), highlight=False, soft_wrap=True)
     return 0

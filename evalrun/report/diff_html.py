@@ -54,6 +54,7 @@ def render_diff_html(diff_json: dict[str, Any]) -> str:
     body = [
         f"<h1>evalrun diff · {escape(a)} → {escape(b)}</h1>",
         f'<p class="meta">baseline <b>{escape(a)}</b> compared with <b>{escape(b)}</b></p>',
+        *[f'<p class="partial">{escape(line)}</p>' for line in _partial_lines(diff_json)],
         "<h2>Metrics</h2>",
         metrics_table(diff_json.get("metrics") or {}),
         "<h2>Config</h2>",
@@ -65,6 +66,16 @@ def render_diff_html(diff_json: dict[str, Any]) -> str:
     if rest:
         body += ["<h2>Notes</h2>", other_section(rest)]
     return page(f"evalrun diff · {a} → {b}", "\n".join(body))
+
+
+def _partial_lines(diff_json: dict[str, Any]) -> list[str]:
+    lines = []
+    for side in ("a", "b"):
+        entry = diff_json.get(side)
+        state = entry.get("state") if isinstance(entry, Mapping) else None
+        if state and state != "complete":
+            lines.append(f"run {side} is {state}: its metrics cover only the recorded cells")
+    return lines
 
 
 def _label(value: Any, default: str) -> str:

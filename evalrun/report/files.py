@@ -1,7 +1,9 @@
 """The report files of a run directory, written together: report.html and junit.xml.
 
-The runner calls `write_reports` right after summary.json; `evalrun report <dir>` calls it again
-(for a multirun folder: every job, then the sweep page). Both read only the run's files.
+The runner calls `write_reports` right after summary.json, under its writer lock; `evalrun
+report <dir>` calls it again (for a multirun folder: every job, then the sweep page), taking
+each run directory's writer lock (`evalrun.store.RunLock`) while it writes there. Both read only
+the run's files.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from pathlib import Path
 from evalrun.report.html import render_sweep_html, write_html
 from evalrun.report.junit import write_junit
 from evalrun.report.rundata import is_run_dir, load_run, require_run_dir, sweep_jobs
+from evalrun.store import RunLock
 
 
 def write_reports(run_dir: Path) -> list[Path]:
@@ -21,9 +24,15 @@ def write_reports(run_dir: Path) -> list[Path]:
 
 def rerender(path: Path) -> list[Path]:
     """`evalrun report`: a run directory gets its two files; a multirun folder gets them for
-    every job plus its sweep report.html. `UsageError` when `path` is neither."""
+    every job plus its sweep report.html. `UsageError` when `path` is neither, or when another
+    process is writing one of the run directories (`RunBusy`)."""
     path = Path(path)
     if not is_run_dir(path) and sweep_jobs(path):
-        written = [p for job in sweep_jobs(path) for p in write_reports(job)]
+        written = [p for job in sweep_jobs(path) for p in _locked_reports(job)]
         return [*written, render_sweep_html(path)]
-    return write_reports(require_run_dir(path))
+    return _locked_reports(require_run_dir(path))
+
+
+def _locked_reports(run_dir: Path) -> list[Path]:
+    with RunLock(run_dir, "report"):
+        return write_reports(run_dir)

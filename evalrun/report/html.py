@@ -69,8 +69,7 @@ def run_html(run: RunFiles) -> str:
     kmax = max(s.ks)
     title = f"evalrun · {s.run_id}"
     wall = run.finished_at - run.started_at if run.started_at and run.finished_at else None
-    cells = int(run.plan.get("cells", s.samples))
-    status = "finished" if run.finished else f"unfinished: {s.samples} of {cells} samples"
+    status = run.state.describe() if run.state else "state unknown"
     meta = (
         f"agent <b>{escape(run.agent)}</b> · sandbox <b>{escape(str(run.plan.get('sandbox')))}</b>"
         f" · {len(s.tasks)} tasks &times; {escape(str(run.plan.get('trials')))} trials"
@@ -92,9 +91,18 @@ def run_html(run: RunFiles) -> str:
         ("agent latency p50", fmt_s(s.latency["agent"].p50 if "agent" in s.latency else None)),
         ("wall time", fmt_s(wall)),
     ]
+    partial = run.state is not None and not run.state.complete
+    banner = (
+        f'<p class="partial" id="run-state"><b>Partial run</b>: {escape(status)} - the numbers '
+        "below cover only the recorded cells. Finish it with "
+        f"<code>evalrun resume={escape(str(run.run_dir))}</code>.</p>"
+        if partial
+        else ""
+    )
     body = [
         f"<h1>{escape(title)}</h1>",
         f'<p class="meta">{meta}</p>',
+        banner,
         cards(headline),
         "<h2>Plots</h2>",
         f'<div class="plots">{plots(run)}</div>',

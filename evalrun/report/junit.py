@@ -117,6 +117,8 @@ def junit_element(run: RunFiles) -> ET.Element:
     testsuite = ET.SubElement(root, "testsuite", name=suite, timestamp=stamp, **counts)
     props = {"run_id": s.run_id, "agent": run.agent, "sandbox": str(run.plan.get("sandbox"))}
     props |= {"trials": str(run.plan.get("trials")), "run_dir": str(run.run_dir)}
+    if run.state is not None:  # complete, or partial N/M (missing cells: ...)
+        props["state"] = run.state.describe()
     props |= {f"pass@{k}": _rate(v) for k, v in s.overall.pass_at.items() if v is not None}
     props |= {f"pass^{k}": _rate(v) for k, v in s.overall.pass_hat.items() if v is not None}
     _properties(testsuite, props)

@@ -1,8 +1,10 @@
 """`evalrun ls`: the runs under a folder, newest first, from each run directory's small files.
 
-Only plan.json, config.yaml and summary.json are read (never samples.jsonl, which can be large),
-so listing hundreds of runs stays instant. Multirun jobs (`runs/multirun/<stamp>/<n>/`) are found
-by walking down a few levels; a folder that is a run directory is not searched further.
+plan.json, config.yaml and summary.json are read whole; of samples.jsonl only each line's cell
+(task, fingerprint, trial) is parsed, for the run's state (`evalrun.store.read_state`): complete,
+or partial N/M with the missing cells - true even while a run or resume is writing it. Multirun
+jobs (`runs/multirun/<stamp>/<n>/`) are found by walking down a few levels; a folder that is a
+run directory is not searched further.
 """
 
 from __future__ import annotations
@@ -19,7 +21,14 @@ from rich.text import Text
 
 from evalrun.errors import UsageError
 from evalrun.report.rundata import is_run_dir
-from evalrun.store import CONFIG_FILE, PLAN_FILE, SAMPLES_FILE, SUMMARY_FILE
+from evalrun.store import (
+    CONFIG_FILE,
+    PLAN_FILE,
+    SAMPLES_FILE,
+    SUMMARY_FILE,
+    current_writer,
+    read_state,
+)
 
 MAX_DEPTH = 4
 
@@ -34,7 +43,7 @@ class RunRow:
     trials: int
     pass_at_1: float | None
     cost_usd: float | None
-    status: str  # "finished", "unfinished 3/12", or why the folder could not be read
+    status: str  # "complete", "partial 3/12 (missing cells: ...)", or why it could not be read
 
 
 def find_run_dirs(root: Path) -> list[Path]:
@@ -72,11 +81,13 @@ def read_row(run_dir: Path) -> RunRow:
     if summary is not None:
         pass_at_1 = (summary.get("overall") or {}).get("pass_at", {}).get("1")
         cost = (summary.get("cost") or {}).get("total_usd")
-        status = "finished"
-    else:
-        samples = run_dir / SAMPLES_FILE
-        done = samples.read_bytes().count(b"\n") if samples.exists() else 0
-        status = f"unfinished {done}/{plan.get('cells', '?')}"
+    try:
+        status = read_state(run_dir).describe(shown=3)
+    except UsageError as exc:
+        status = f"unreadable: {exc}"
+    writer = current_writer(run_dir)
+    if writer is not None:
+        status += f" - being written by pid {writer.pid} ({writer.what})"
     return RunRow(
         run_dir=run_dir,
         when=when,

@@ -27,6 +27,8 @@ main { max-width: 1280px; margin: 0 auto; padding: 20px 28px 60px; }
 h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 17px; margin: 30px 0 10px;
   padding-bottom: 4px; border-bottom: 1px solid var(--line); }
 .meta { color: var(--muted); margin: 0 0 16px; } .meta b { color: var(--fg); font-weight: 600; }
+.partial { border: 1px solid var(--error); border-radius: 8px; padding: 8px 12px;
+  margin: 0 0 16px; }
 .cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(130px, 1fr)); gap: 10px; }
 .card { background: var(--soft); border: 1px solid var(--line); border-radius: 8px;
   padding: 10px 12px; } .card .v { font-size: 22px; font-weight: 650; }

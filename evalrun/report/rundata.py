@@ -12,19 +12,22 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 from pydantic import ValidationError
 
 from evalrun.errors import UsageError
 from evalrun.metrics import Summary, summarize
-from evalrun.records import SampleRecord
+from evalrun.records import SampleDigest, SampleRecord
 from evalrun.store import (
     CONFIG_FILE,
     PLAN_FILE,
     SUMMARY_FILE,
+    RunState,
     RunStore,
+    planned_cells,
+    run_state,
 )
 
 HTML_FILE = "report.html"
@@ -51,7 +54,7 @@ class RunFiles:
     config: dict[str, Any]
     config_text: str
     overrides: list[str] = field(default_factory=list)
-    finished: bool = True  # False: no summary.json yet (interrupted or still running)
+    state: RunState | None = None  # complete, or partial N/M: from the files, read now
 
     @property
     def agent(self) -> str:
@@ -118,32 +121,59 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data
 
 
-def planned_records(plan: dict[str, Any], records: list[SampleRecord]) -> list[SampleRecord]:
+R = TypeVar("R", SampleRecord, SampleDigest)
+
+
+def planned_records(plan: dict[str, Any], records: list[R]) -> list[R]:
     """The records of the plan's cells (a task at its planned fingerprint, trial < trials), as
     the runner's summary counts them; the latest record wins if a cell was recorded twice."""
     fingerprints = {t["id"]: t.get("fingerprint") for t in plan.get("tasks", [])}
     trials = int(plan.get("trials", 0))
     order = {task_id: i for i, task_id in enumerate(fingerprints)}
-    cells: dict[tuple[str, int], SampleRecord] = {}
+    cells: dict[tuple[str, int], R] = {}
     for rec in records:
         if fingerprints.get(rec.task_id, object()) == rec.fingerprint and rec.trial < trials:
             cells[(rec.task_id, rec.trial)] = rec
     return sorted(cells.values(), key=lambda r: (order[r.task_id], r.trial))
 
 
-def load_summary(run_dir: Path, plan: dict[str, Any], records: list[SampleRecord]) -> Summary:
+def load_summary(
+    run_dir: Path, plan: dict[str, Any], records: list[SampleRecord] | list[SampleDigest]
+) -> Summary:
+    """summary.json with the run's state as the files tell it now; recomputed from the records
+    when summary.json is missing or stale (a resume recorded more samples since it was written)."""
     path = run_dir / SUMMARY_FILE
+    state = run_state(planned_cells(plan), [r.key for r in records])
     if path.is_file():
         try:
-            return Summary.model_validate(_read_json(path))
+            saved = Summary.model_validate(_read_json(path))
         except ValidationError as exc:
             raise UsageError(f"{path}: does not match the summary schema: {exc}") from exc
+        if saved.samples == len(records):
+            return saved.model_copy(update={"state": state})
     meta = {
         t["id"]: {"difficulty": t.get("difficulty", "unknown"), "tags": t.get("tags", [])}
         for t in plan.get("tasks", [])
     }
     run_id = str(plan.get("run_id", run_dir.name))
-    return summarize(records, meta, run_id=run_id, trials=int(plan.get("trials", 1)))
+    summary = summarize(records, meta, run_id=run_id, trials=int(plan.get("trials", 1)))
+    return summary.model_copy(update={"state": state})
+
+
+def read_summary(run_dir: str | Path, role: str) -> Summary:
+    """The summary of a run that has ended (its summary.json exists), with its state, both as
+    the files tell them now (see `load_summary`). `UsageError` naming `role` and the path when
+    a file is missing or unreadable. Reads records as digests: cheap on large runs."""
+    run_dir = Path(run_dir).expanduser()
+    path = run_dir / SUMMARY_FILE
+    if not path.is_file():
+        raise UsageError(f"{role}: {path} not found (expected the directory of a run that ended)")
+    try:
+        plan = _read_json(run_dir / PLAN_FILE)
+        records = planned_records(plan, RunStore(run_dir).digests())
+        return load_summary(run_dir, plan, records)
+    except UsageError as exc:
+        raise UsageError(f"{role}: {exc}") from exc
 
 
 def load_run(run_dir: Path) -> RunFiles:
@@ -156,13 +186,14 @@ def load_run(run_dir: Path) -> RunFiles:
     except yaml.YAMLError as exc:
         raise UsageError(f"{run_dir / CONFIG_FILE}: not readable YAML ({exc})") from exc
     records = planned_records(plan, RunStore(run_dir).records())
+    summary = load_summary(run_dir, plan, records)
     return RunFiles(
         run_dir=run_dir,
-        summary=load_summary(run_dir, plan, records),
+        summary=summary,
         records=records,
         plan=plan,
         config=config if isinstance(config, dict) else {},
         config_text=config_text,
         overrides=RunStore(run_dir).read_overrides(),
-        finished=(run_dir / SUMMARY_FILE).is_file(),
+        state=summary.state,
     )

@@ -151,4 +151,8 @@ def render(summary: Summary, run_dir: Path, console: Console | None = None) -> N
         )
         for err in summary.error_samples[:20]:
             console.print(f"  {err.task_id}#{err.trial}: {err.reason}")
+    state = summary.state
+    if state is not None:
+        colour = "green" if state.complete else "yellow"
+        console.print(styled(f"run [{colour}]{{}}[/]", state.describe()))
     console.print(f"run directory: {run_dir}")

@@ -40,18 +40,30 @@ def test_ls_lists_runs_newest_first_with_pass_at_1_including_multirun_jobs(evalr
     os.utime(job / "summary.json", (1_800_000_000, 1_800_000_000))
     proc = evalrun("ls", str(runs))
     assert proc.returncode == 0, proc.stderr
-    lines = [line for line in proc.stdout.splitlines() if "finished" in line]
+    lines = [line for line in proc.stdout.splitlines() if "complete" in line]
     assert len(lines) == 3
     assert "multirun/20250102-000000-eval/0" in lines[0]
     assert "20250101-000000-eval" in lines[1] and "0.556" in lines[1] and "4x3" in lines[1]
     assert "20240101-000000-noop" in lines[2] and "noop" in lines[2] and "0.000" in lines[2]
 
 
-def test_ls_marks_a_run_without_summary_as_unfinished(evalrun, run_dir):
-    (run_dir / "summary.json").unlink()
+def keep_samples(run_dir, count: int) -> None:
+    """As if the run had been killed after `count` samples (and before its summary)."""
+    path = run_dir / "samples.jsonl"
+    path.write_text("".join(path.read_text().splitlines(keepends=True)[:count]))
+    (run_dir / "summary.json").unlink(missing_ok=True)
+
+
+def test_ls_says_complete_or_partial_with_the_missing_cells(evalrun, run_dir):
+    (run_dir / "summary.json").unlink()  # killed after its last sample: still complete
     proc = evalrun("ls", str(run_dir.parent))
     assert proc.returncode == 0, proc.stderr
-    assert "unfinished 12/12" in proc.stdout
+    assert "complete" in proc.stdout and "partial" not in proc.stdout
+    keep_samples(run_dir, 5)
+    proc = evalrun("ls", str(run_dir.parent))
+    assert "partial 5/12 (missing cells: 002-flaky#2, 003-fail#0, 003-fail#1 and 4 more)" in (
+        " ".join(proc.stdout.split()).replace("│ ", "").replace(" │", "")
+    )
 
 
 def test_ls_on_a_missing_folder_is_a_usage_error(evalrun, tmp_path):
@@ -80,7 +92,10 @@ def test_show_of_a_killed_run_summarises_what_was_recorded(evalrun, run_dir):
     proc = evalrun("show", str(run_dir))
     assert proc.returncode == 0, proc.stderr
     assert "pass@1 0.556" in proc.stdout
-    assert "unfinished run" in proc.stdout
+    assert "run complete" in proc.stdout
+    keep_samples(run_dir, 9)
+    proc = evalrun("show", str(run_dir))
+    assert "run partial 9/12 (missing cells: 004-error#0, 004-error#1, 004-error#2)" in proc.stdout
 
 
 def test_report_rewrites_both_files_and_prints_their_paths(evalrun, run_dir):

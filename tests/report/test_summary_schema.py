@@ -25,7 +25,7 @@ def documented(section: str) -> set[str]:
 def fields(model: type) -> set[str]:
     if dataclasses.is_dataclass(model):
         return {f.name for f in dataclasses.fields(model)}
-    return set(model.model_fields)
+    return set(model.model_fields) | set(model.model_computed_fields)  # both are written
 
 
 def models(model: type) -> dict[str, type]:

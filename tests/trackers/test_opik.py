@@ -93,6 +93,7 @@ def test_a_run_is_one_experiment_with_its_config_traces_and_scores(
     config = yaml.safe_load((run_dir / "config.yaml").read_text())
     meta = dict(experiment["metadata"])
     reproduction = meta.pop("reproduction")
+    assert meta.pop("run_state")["label"] == "complete" and experiment["status"] == "completed"
     assert meta == config  # the full resolved config, as redacted in the run directory
     assert meta["provider"]["headers_env"]["Authorization"] == "***"
     plan = json.loads((run_dir / "plan.json").read_text())
