@@ -163,3 +163,22 @@ def test_a_run_directory_without_summary_is_refused(two_runs, tmp_path):
     (run_b / "summary.json").unlink()
     with pytest.raises(UsageError, match=r"summary\.json not found"):
         diff_runs(run_a, run_b)
+
+
+def test_diff_warns_when_either_side_is_partial(two_runs, tmp_path):
+    run_a, _ = two_runs
+    partial = tmp_path / "partial"
+    shutil.copytree(run_a, partial)
+    lines = (partial / "samples.jsonl").read_text().splitlines(keepends=True)
+    (partial / "samples.jsonl").write_text("".join(lines[:7]))  # as if killed after 7 of 15
+    proc = evalrun("diff", str(run_a), str(partial))
+    assert proc.returncode == 0, proc.stderr
+    shown = " ".join(proc.stdout.split())
+    assert f"warning: run b ({partial}) is partial 7/15 (missing cells: " in shown
+    assert "warning: run a" not in shown
+    result = diff_runs(run_a, partial)
+    assert result["a"]["state"] == "complete" and result["b"]["state"].startswith("partial 7/15")
+    assert sum(row["b"]["n"] for row in result["tasks"]["rows"]) == 7  # what was recorded
+    as_json = evalrun("diff", str(partial), str(run_a), "--json")
+    assert json.loads(as_json.stdout)["a"]["state"].startswith("partial 7/15")
+    assert "warning: run a" in as_json.stderr

@@ -348,6 +348,29 @@ def test_first_ctrl_c_writes_the_summary_and_prints_the_resume_command(slow_suit
     assert f"Resume with: evalrun resume={run_dir}" in out
     summary = json.loads((run_dir / "summary.json").read_text())
     assert 2 <= summary["samples"] < 24
+    done = summary["samples"]
+    state = summary["state"]
+    assert not state["complete"] and (state["recorded"], state["cells"]) == (done, 24)
+    assert len(state["missing"]) == 24 - done
+    label = f"partial {done}/24 (missing cells: {', '.join(state['missing'][:5])} and "
+    assert f"interrupted: the run is {label}" in " ".join(out.split())
+    assert label in (run_dir / "report.html").read_text()
+    listed = subprocess.run(_cli("ls", str(tmp_path)), capture_output=True, text=True)
+    assert f"partial {done}/24" in listed.stdout
+
+    gated = subprocess.run(_cli("gate", str(run_dir), "profile=regression"), capture_output=True)
+    assert gated.returncode == 4  # refused: a partial run is never gated as if finished
+    assert b"refusing to gate a partial run" in gated.stdout
+    allowed = subprocess.run(
+        _cli("gate", str(run_dir), "profile=regression", "--allow-partial"),
+        capture_output=True,
+        text=True,
+    )
+    assert allowed.returncode in (0, 1), allowed.stderr
+    assert "gating a partial run (--allow-partial)" in allowed.stdout
+
     done = subprocess.run(_cli(f"resume={run_dir}"), capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    assert json.loads((run_dir / "summary.json").read_text())["samples"] == 24
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["samples"] == 24 and summary["state"]["label"] == "complete"
+    assert "run complete" in done.stdout

@@ -360,6 +360,10 @@ def test_cli_exit_codes_and_gating_a_finished_run(make_task, tmp_path):
     missing = evalrun("gate", str(tmp_path / "nowhere"), "profile=regression")
     assert missing.returncode == 2 and "summary.json not found" in missing.stderr
 
+    nothing = evalrun("gate", str(good))  # profile=none: no threshold, nothing proven
+    assert nothing.returncode == 2
+    assert "nothing to check: pass profile=<name>" in nothing.stderr
+    assert "available: regression" in nothing.stderr
 
 def test_judge_means_gate_and_a_judge_the_run_lacks_is_skipped():
     from evalrun.gate import NotApplicable, ThresholdProfile, metric_value

@@ -2,8 +2,24 @@
 
 from __future__ import annotations
 
-from evalrun.records import Outcome, SampleRecord
-from evalrun.store import RunStore
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evalrun.records import CellKey, Outcome, SampleRecord
+from evalrun.redact import SecretValues
+from evalrun.store import (
+    LOCK_FILE,
+    RunBusy,
+    RunLock,
+    RunStore,
+    claim_new_run_dir,
+    current_writer,
+    run_state,
+)
 
 
 def _rec(trial: int) -> SampleRecord:
@@ -37,3 +53,84 @@ def test_torn_last_line_is_ignored_and_repaired_before_appending(tmp_path):
     again.append(_rec(1))
     again.close()
     assert [r.trial for r in RunStore(tmp_path).records()] == [0, 1]
+
+
+# --- one directory, one writer -----------------------------------------------------------------
+HOLD_LOCK = """
+import sys, time
+from evalrun.store import RunLock
+lock = RunLock(sys.argv[1], "run")
+lock.acquire()
+print("locked", flush=True)
+time.sleep(600)
+"""
+
+
+def _holder(run_dir: Path) -> subprocess.Popen:
+    """Another process holding `run_dir`'s writer lock (until killed)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(run_dir)], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
+    return proc
+
+
+def test_a_taken_name_gets_a_suffix_and_a_directory_is_never_reused(tmp_path):
+    wanted = tmp_path / "runs" / "20250101-120000-eval"
+    first, second, third = (claim_new_run_dir(wanted) for _ in range(3))
+    assert [first.name, second.name, third.name] == [
+        "20250101-120000-eval",
+        "20250101-120000-eval-2",
+        "20250101-120000-eval-3",
+    ]
+    (tmp_path / "runs" / "20250101-120000-eval-4").mkdir()  # an empty leftover: still taken
+    assert claim_new_run_dir(wanted).name == "20250101-120000-eval-5"
+
+
+def test_a_second_writer_is_refused_naming_the_pid_and_a_dead_ones_lock_is_taken_over(tmp_path):
+    run_dir = tmp_path / "run"
+    holder = _holder(run_dir)
+    try:
+        with pytest.raises(RunBusy) as refused:
+            RunLock(run_dir).acquire()
+        message = str(refused.value)
+        assert f"run {run_dir} is being written by pid {holder.pid} (started " in message
+        assert refused.value.exit_code == 2
+        assert current_writer(run_dir) is not None and current_writer(run_dir).pid == holder.pid
+    finally:
+        holder.kill()  # SIGKILL: no chance to release; the kernel drops its lock
+        holder.wait()
+    assert str(holder.pid) in (run_dir / LOCK_FILE).read_text()  # the dead holder's leftover
+    assert current_writer(run_dir) is None  # readers see nobody writing
+    with RunLock(run_dir, "report"):
+        assert current_writer(run_dir).pid == os.getpid()
+    assert (run_dir / LOCK_FILE).read_text() == ""  # released: emptied, kept
+
+
+def test_run_state_is_complete_or_partial_with_the_missing_cells_in_plan_order():
+    cells = [CellKey(task_id=t, fingerprint="f", trial=i) for t in ("a", "b") for i in range(3)]
+    assert run_state(cells, cells).describe() == "complete"
+    stale = CellKey(task_id="b", fingerprint="old", trial=0)  # the task changed since
+    state = run_state(cells, [cells[0], cells[2], stale, cells[0]])
+    assert not state.complete and (state.cells, state.recorded) == (6, 2)
+    assert state.missing == ["a#1", "b#0", "b#1", "b#2"]
+    assert state.describe(shown=2) == "partial 2/6 (missing cells: a#1, b#0 and 2 more)"
+    assert state.model_dump()["label"] == "partial 2/6 (missing cells: a#1, b#0, b#1, b#2)"
+
+
+def test_everything_the_store_writes_is_scrubbed_of_the_runs_secret_values(tmp_path):
+    secret = "sk-live-0123456789abcdef"
+    store = RunStore(tmp_path, SecretValues({secret: "MY_API_KEY"}))
+    record = _rec(0).model_copy(update={"reason": f"agent printed {secret}"})
+    written = store.append(record)
+    store.write_log(written.key, "agent.log", f"key={secret}\n")
+    store.write_json("summary.json", {"note": [secret]})
+    store.write_config({"agent": {"env": {"PLAIN": "value"}, "cmd": f"tool --key {secret}"}})
+    store.write_overrides([f"+agent.env.OTHER={secret}", "agent.cmd=x"])
+    store.close()
+    assert written.reason == "agent printed ***" and written.task_id == "t"
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            assert secret not in path.read_text(), path
+    assert "PLAIN: '***'" in (tmp_path / "config.yaml").read_text()
+    assert "+agent.env.OTHER=***" in (tmp_path / "overrides.yaml").read_text()

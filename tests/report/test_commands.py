@@ -151,3 +151,22 @@ def test_a_multirun_writes_a_sweep_report_beside_its_jobs(suite, tmp_path):
     text = (sweep / "report.html").read_text()
     assert 'href="0/report.html"' in text and 'href="1/report.html"' in text
     assert (sweep / "1" / "junit.xml").is_file()
+
+
+def test_report_is_refused_while_another_process_writes_the_run_and_ls_says_who(evalrun, run_dir):
+    from tests.test_store import _holder
+
+    holder = _holder(run_dir)
+    try:
+        before = (run_dir / "report.html").read_text()
+        proc = evalrun("report", str(run_dir))
+        assert proc.returncode == 2
+        assert f"is being written by pid {holder.pid}" in " ".join(proc.stderr.split())
+        assert (run_dir / "report.html").read_text() == before
+        listed = evalrun("ls", str(run_dir.parent))
+        assert f"being written by pid {holder.pid}" in " ".join(listed.stdout.split())
+        assert evalrun("show", str(run_dir)).returncode == 0  # readers need no lock
+    finally:
+        holder.kill()
+        holder.wait()
+    assert evalrun("report", str(run_dir)).returncode == 0  # a dead holder's lock is taken over
