@@ -114,7 +114,8 @@ def cmd_ls(args: list[str]) -> int:
 
 
 def cmd_show(args: list[str]) -> int:
-    """evalrun show <run-dir> [task-id]: a run's terminal report again, or one task's view."""
+    """evalrun show <run-dir> [task-id]: a run's terminal report again (complete or partial), or
+    one task's view."""
     from evalrun.report.commands import show
 
     return show(args, _console())
@@ -135,7 +136,7 @@ def cmd_diff(args: list[str]) -> int:
 
 
 def cmd_gate(args: list[str]) -> int:
-    """evalrun gate <run-dir> profile=<name> [baseline=<run-dir>]: gate a finished run."""
+    """evalrun gate <run-dir> profile=<name> [baseline=<run-dir>] [--allow-partial]."""
     from evalrun.gate import gate_command
 
     return gate_command(args, compose_config, _console())
