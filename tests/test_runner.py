@@ -19,7 +19,9 @@ def test_two_concurrent_resumes_one_is_refused_and_nothing_runs_twice(make_task,
         make_task(f"00{i}-slow", files={"setup/setup.sh": "sleep 0.3\n"})
     suite = tmp_path / "suite"
     run_dir = tmp_path / "run"
-    _kill_after([f"tasks_dir={suite}", f"run_dir={run_dir}", "trials=3", "concurrency=2"], run_dir, 2)
+    _kill_after(
+        [f"tasks_dir={suite}", f"run_dir={run_dir}", "trials=3", "concurrency=2"], run_dir, 2
+    )
     before = (run_dir / "samples.jsonl").read_text().count("\n")
     assert before < 12
 
