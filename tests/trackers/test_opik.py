@@ -237,6 +237,33 @@ def test_push_of_a_run_made_without_opik(suite, tmp_path, standin, capsys):
     assert json.loads((run_dir / "opik.json").read_text())["project"] == "later"
 
 
+def test_push_waits_for_the_writer_and_marks_a_partial_run_in_the_experiment(
+    suite, tmp_path, standin, capsys
+):
+    from tests.test_store import _holder
+
+    run_dir = tmp_path / "run"
+    cfg = compose_config([f"tasks_dir={suite}", f"run_dir={run_dir}", "trials=2"])
+    assert run(cfg, Console(file=io.StringIO())) == 0
+    lines = (run_dir / "samples.jsonl").read_text().splitlines(keepends=True)
+    (run_dir / "samples.jsonl").write_text("".join(lines[:3]))  # as if killed after 3 of 4
+
+    holder = _holder(run_dir)
+    try:
+        assert cli("push", str(run_dir)) == 2  # another process is writing the run
+        assert f"being written by pid {holder.pid}" in " ".join(capsys.readouterr().err.split())
+        assert standin.requests == [] and not (run_dir / "opik.json").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert cli("push", str(run_dir)) == 0
+    [experiment] = standin.experiments.values()
+    state = experiment["metadata"]["run_state"]
+    assert (state["complete"], state["recorded"], state["cells"]) == (False, 3, 4)
+    assert state["label"] == f"partial 3/4 (missing cells: {state['missing'][0]})"
+    assert experiment["status"] == "cancelled"
+
+
 def test_sync_upserts_the_suite_dataset_once(suite, standin, capsys):
     assert cli("sync", f"tasks_dir={suite}", "tracker.dataset=my-suite") == 0
     assert cli("sync", f"tasks_dir={suite}", "tracker.dataset=my-suite") == 0
