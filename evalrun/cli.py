@@ -293,41 +293,18 @@ def _hydra_main() -> int:
 
 def expand_resume(args: list[str]) -> list[str]:
     """`resume=<run-dir>` -> the overrides that run was composed from, then the new ones, then
-    `run_dir=<run-dir>`. The runner refuses if the result-relevant config no longer matches.
-
-    A recorded override whose value was redacted is never replayed as `***`: the resume is
-    refused naming it, unless the new overrides set that key again."""
+    `run_dir=<run-dir>`. The runner refuses if the result-relevant config no longer matches;
+    a redacted override is never replayed (`evalrun.store.replay_overrides`)."""
     resumes = [a for a in args if a.startswith("resume=")]
     if not resumes:
         return args
-    from evalrun.redact import override_name, redacted_keys
-    from evalrun.store import CONFIG_FILE, OVERRIDES_FILE, RunStore
+    from evalrun.store import CONFIG_FILE, replay_overrides
 
     run_dir = Path(resumes[-1].split("=", 1)[1]).expanduser()
     if not (run_dir / CONFIG_FILE).is_file():
         raise UsageError(f"resume: {run_dir} is not a run directory (no {CONFIG_FILE} in it)")
     rest = [a for a in args if not a.startswith("resume=")]
-    given = {override_name(a) for a in rest if "=" in a}
-    replayed = RunStore(run_dir).read_overrides()
-    redacted = set(redacted_keys(replayed))
-    missing = [k for k in redacted if override_name(k) not in given]
-    if missing:
-        raise UsageError(_redacted_resume_message(run_dir / OVERRIDES_FILE, sorted(missing)))
-    kept = [o for o in replayed if o.partition("=")[0] not in redacted]
-    return [*kept, *rest, f"run_dir={run_dir}"]
-
-
-def _redacted_resume_message(path: Path, keys: list[str]) -> str:
-    """Name each key and show how to give its value again without it being written down."""
-    lines = [
-        f"resume: {path} holds {', '.join(keys)} with a redacted value (secret values are never "
-        "written, so a resume cannot replay them). Give each again, through the environment:"
-    ]
-    for key in keys:
-        variable = key.lstrip("+~").rsplit(".", 1)[-1].upper().replace("-", "_")
-        lines.append(f"  export {variable}=...  and add  '{key}=${{oc.env:{variable}}}'")
-    lines.append("(an ${oc.env:NAME} reference is recorded as written and replayed by a resume)")
-    return "\n".join(lines)
+    return [*replay_overrides(run_dir, rest), *rest, f"run_dir={run_dir}"]
 
 
 def main(argv: list[str] | None = None) -> None:

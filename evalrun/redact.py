@@ -228,3 +228,17 @@ def redacted_keys(overrides: Iterable[str]) -> list[str]:
     """The overrides (as written) whose value was masked or scrubbed: a resume cannot replay
     them."""
     return [_override_key(o)[0] for o in overrides if "=" in o and MASK in _override_key(o)[2]]
+
+
+def redacted_replay_message(path: Any, keys: list[str]) -> str:
+    """Why a resume is refused: each redacted key, and how to give it again through the
+    environment (an `${oc.env:NAME}` reference is recorded as written, so it replays)."""
+    lines = [
+        f"resume: {path} holds {', '.join(keys)} with a redacted value (secret values are never "
+        "written, so a resume cannot replay them). Give each again, through the environment:"
+    ]
+    for key in keys:
+        variable = key.lstrip("+~").rsplit(".", 1)[-1].upper().replace("-", "_")
+        lines.append(f"  export {variable}=...  and add  '{key}=${{oc.env:{variable}}}'")
+    lines.append("(an ${oc.env:NAME} reference is recorded as written and replayed by a resume)")
+    return "\n".join(lines)

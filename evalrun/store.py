@@ -43,7 +43,14 @@ from pydantic import BaseModel, computed_field
 
 from evalrun.errors import UsageError
 from evalrun.records import CellKey, SampleDigest, SampleRecord
-from evalrun.redact import SecretValues, redact, redact_overrides
+from evalrun.redact import (
+    SecretValues,
+    override_name,
+    redact,
+    redact_overrides,
+    redacted_keys,
+    redacted_replay_message,
+)
 
 SAMPLES_FILE = "samples.jsonl"
 SUMMARY_FILE = "summary.json"
@@ -144,6 +151,20 @@ def iter_records(path: Path, model: type[M]) -> Iterator[M]:
                 yield model.model_validate_json(raw)
             except ValueError:
                 continue
+
+
+def replay_overrides(run_dir: Path, given: list[str]) -> list[str]:
+    """The overrides the run in `run_dir` was composed from, for a resume to replay before
+    `given`. A redacted one (its value masked or scrubbed) is never replayed as `***`: when
+    `given` sets its key again it is dropped, else a `UsageError` names every such key and how
+    to give it again through the environment."""
+    replayed = RunStore(run_dir).read_overrides()
+    redacted = set(redacted_keys(replayed))
+    again = {override_name(a) for a in given if "=" in a}
+    missing = sorted(k for k in redacted if override_name(k) not in again)
+    if missing:
+        raise UsageError(redacted_replay_message(Path(run_dir) / OVERRIDES_FILE, missing))
+    return [o for o in replayed if o.partition("=")[0] not in redacted]
 
 
 # --- the run's state: complete or partial ------------------------------------------------------

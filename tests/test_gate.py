@@ -365,6 +365,7 @@ def test_cli_exit_codes_and_gating_a_finished_run(make_task, tmp_path):
     assert "nothing to check: pass profile=<name>" in nothing.stderr
     assert "available: regression" in nothing.stderr
 
+
 def test_judge_means_gate_and_a_judge_the_run_lacks_is_skipped():
     from evalrun.gate import NotApplicable, ThresholdProfile, metric_value
     from evalrun.metrics import summarize

@@ -153,17 +153,27 @@ def test_judge_scores_get_a_mean_an_interval_and_the_worst_samples():
 
     def rec(task: str, trial: int, score: float | None, reason: str) -> SampleDigest:
         return SampleDigest(
-            task_id=task, fingerprint="f", trial=trial, outcome="pass",
-            scores={"tidy": score}, judge_reasons={"tidy": reason},
+            task_id=task,
+            fingerprint="f",
+            trial=trial,
+            outcome="pass",
+            scores={"tidy": score},
+            judge_reasons={"tidy": reason},
         )
 
-    records = [rec("a", 0, 0.9, "fine"), rec("a", 1, 0.1, "messy"), rec("b", 0, 0.8, "ok"),
-               rec("b", 1, None, "judge failed")]
+    records = [
+        rec("a", 0, 0.9, "fine"),
+        rec("a", 1, 0.1, "messy"),
+        rec("b", 0, 0.8, "ok"),
+        rec("b", 1, None, "judge failed"),
+    ]
     summary = summarize(records, {"a": {}, "b": {}}, run_id="r", trials=2)
     tidy = summary.judges["tidy"]
     assert tidy.scored == 3 and tidy.failed == 1  # a failed judgement is not a 0
     assert tidy.mean == pytest.approx((0.5 + 0.8) / 2)  # each task weighs the same, as pass@k
     assert tidy.interval.method == "clustered-wilson" and tidy.interval.tasks == 2
     assert [(w.task_id, w.trial, w.reason) for w in tidy.worst] == [
-        ("a", 1, "messy"), ("b", 0, "ok"), ("a", 0, "fine")
+        ("a", 1, "messy"),
+        ("b", 0, "ok"),
+        ("a", 0, "fine"),
     ]

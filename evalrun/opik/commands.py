@@ -29,9 +29,10 @@ Settings and the bundled judge texts: conf/online.yaml; docs/opik.md, "Online ev
 
 
 def expand_resume(args: list[str]) -> list[str]:
-    """`resume=<run-dir>` -> that run's overrides, then the new ones, then run_dir=<run-dir>."""
+    """`resume=<run-dir>` -> that run's overrides, then the new ones, then run_dir=<run-dir>
+    (a redacted override is never replayed: `evalrun.store.replay_overrides`)."""
     from evalrun.opik.rundir import OnlineState
-    from evalrun.store import RunStore
+    from evalrun.store import replay_overrides
 
     resumes = [a for a in args if a.startswith("resume=")]
     if not resumes:
@@ -40,7 +41,7 @@ def expand_resume(args: list[str]) -> list[str]:
     if OnlineState.load(run_dir) is None:
         raise UsageError(f"resume: {run_dir} is not an online run directory (no online.json)")
     rest = [a for a in args if not a.startswith("resume=")]
-    return [*RunStore(run_dir).read_overrides(), *rest, f"run_dir={run_dir}"]
+    return [*replay_overrides(run_dir, rest), *rest, f"run_dir={run_dir}"]
 
 
 def online_command(args: list[str], compose: Callable, console: Console) -> int:
@@ -57,8 +58,8 @@ def online_command(args: list[str], compose: Callable, console: Console) -> int:
             f"online: unexpected argument {bad[0]!r} (expected key=value overrides; "
             "see evalrun online --help)"
         )
-    from evalrun.cli import redact_overrides
     from evalrun.opik.online import run_online
+    from evalrun.redact import redact_overrides
 
     args = expand_resume(args)
     cfg = compose(args, config_name="online")

@@ -24,6 +24,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -40,8 +41,18 @@ from evalrun.opik.rundir import OnlineState, choose, plan_json, planned, record
 from evalrun.opik.settings import build_criteria, destination, judge_price, read_settings
 from evalrun.opik.source import SOURCES, Judged, Unit, opik_down, sdk_settings
 from evalrun.opik_export import OpikUnavailable, connect
-from evalrun.redact import redact
-from evalrun.store import PLAN_FILE, SUMMARY_FILE, RunStore
+from evalrun.records import CellKey
+from evalrun.redact import SecretValues, redact
+from evalrun.run_dirs import is_dir_template
+from evalrun.store import (
+    PLAN_FILE,
+    SUMMARY_FILE,
+    RunLock,
+    RunStore,
+    claim_new_run_dir,
+    remove_if_unused,
+    run_state,
+)
 
 EXIT_OPIK_DOWN = 2
 EXIT_INTERRUPTED = 130
@@ -66,10 +77,12 @@ class OnlineRun:
         self.meter = Meter(price=judge_price(cfg, self.judge.model, s.budget_usd))
         self.dest = destination(cfg.tracker, s.project)
         self.profile = build_profile(cfg.profile, cfg.baseline)
-        self.config = redact(OmegaConf.to_container(cfg, resolve=True))
+        resolved = OmegaConf.to_container(cfg, resolve=True)
+        secrets = SecretValues.collect(resolved)  # scrubbed from everything written
+        self.config = redact(resolved, secrets)
         self.console, self.overrides = console, overrides
         self.err = make_console(stderr=True, soft_wrap=True)
-        self.store = RunStore(s.run_dir)
+        self.store = RunStore(s.run_dir, secrets)
         criteria = [
             {"name": c.name, "model": c.model, "config_hash": c.config_hash} for c in self.criteria
         ]
@@ -265,6 +278,9 @@ class OnlineRun:
         records = [r for r in self.store.digests() if r.task_id in ids]
         meta = {u.id: {"difficulty": "unknown", "tags": u.tags} for u in units}
         summary = summarize(records, meta, run_id=self.s.run_dir.name, trials=1)
+        cells = [CellKey(task_id=u.id, fingerprint=u.fingerprint, trial=0) for u in units]
+        state = run_state(cells, [r.key for r in records])  # complete, or partial N/M
+        summary = summary.model_copy(update={"state": state})
         self.store.write_json(SUMMARY_FILE, summary.model_dump(mode="json"))
         self.state.save(self.store)
         try:
@@ -289,5 +305,18 @@ class OnlineRun:
 
 
 def run_online(cfg: DictConfig, console: Console, overrides: list[str] | None = None) -> int:
-    """Run `evalrun online` for a composed online config; returns the exit code."""
-    return OnlineRun(cfg, console, overrides).run()
+    """Run `evalrun online` for a composed online config; returns the exit code.
+
+    Like any run, it claims a fresh directory when run_dir is the stamped template, and holds
+    the directory's writer lock while it writes (`evalrun.store`: a second writer is refused)."""
+    claimed = is_dir_template(cfg, "run_dir")
+    if claimed:
+        cfg.run_dir = str(claim_new_run_dir(Path(cfg.run_dir)))
+    run_dir = Path(cfg.run_dir)
+    existed = run_dir.exists() and not claimed
+    try:
+        with RunLock(run_dir, "online"):
+            return OnlineRun(cfg, console, overrides).run()
+    finally:
+        if not existed:
+            remove_if_unused(run_dir)  # refused or failed before it wrote anything

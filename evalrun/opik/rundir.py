@@ -1,7 +1,8 @@
 """An online evaluation's run directory: the same files as any run, plus `online.json`.
 
-Written through `evalrun.store.RunStore`, so `evalrun gate`, `diff`, `ls`, `show` and `report`
-read it like any run:
+Written through `evalrun.store.RunStore` (scrubbed of secret values, under the directory's
+writer lock, with the run's state in summary.json), so `evalrun gate`, `diff`, `ls`, `show` and
+`report` read it like any run:
 
 ```
 config.yaml     the resolved online config, secrets redacted

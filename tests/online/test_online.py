@@ -166,6 +166,8 @@ def test_budget_stops_judging_keeps_what_it_has_and_resume_finishes(opik, model,
     scored = {t for t in threads if opik.thread_scores_of(LIVE, t)}
     assert scored == set(judged)
     assert "stopped at the budget" in out and f"resume={run_dir}" in out
+    run_state = json.loads((run_dir / "summary.json").read_text())["state"]
+    assert run_state["label"].startswith(f"partial {len(judged)}/{len(threads)} (missing cells: ")
 
     calls = judge_calls(model)
     code, out = online(model.base_url, run_dir, "budget_usd=1", *price)
@@ -173,6 +175,7 @@ def test_budget_stops_judging_keeps_what_it_has_and_resume_finishes(opik, model,
     assert set(samples(run_dir)) == set(threads)
     assert judge_calls(model) - calls == 2 * (len(threads) - len(judged))  # nothing judged twice
     assert json.loads((run_dir / "online.json").read_text())["complete"]
+    assert json.loads((run_dir / "summary.json").read_text())["state"]["label"] == "complete"
 
 
 def test_sample_rate_picks_the_same_threads_every_time(opik, model, tmp_path, env):
