@@ -465,9 +465,13 @@ GATE_USAGE = "usage: evalrun gate <run-dir> profile=<name> [baseline=<run-dir>] 
 
 
 def _profile_names() -> list[str]:
-    from evalrun.config import CONF_DIR
+    """The profiles one could pass: evalrun's packaged ones and, in a project, its own."""
+    from evalrun.bundled import CONF_DIR
+    from evalrun.project import locate_config
 
-    return sorted(p.stem for p in (CONF_DIR / "profile").glob("*.yaml") if p.stem != "none")
+    folders = {CONF_DIR / "profile", locate_config().config_dir / "profile"}
+    names = {p.stem for folder in folders for p in folder.glob("*.yaml")}
+    return sorted(names - {"none"})
 
 
 def gate_command(args: list[str], compose, console) -> int:
