@@ -34,6 +34,7 @@ from evalrun.store import read_state
 
 LAUNCH = """
 import sys, time
+import evalrun.plan, evalrun.runner, hydra.main  # imported before the barrier: no import jitter
 from evalrun.cli import main
 time.sleep(max(0.0, float(sys.argv[1]) - time.time()))
 main(sys.argv[2:])
@@ -57,7 +58,7 @@ def make_suite(root: Path, tasks: int, setup_sleep: float) -> Path:
 
 
 def together(cwd: Path, *commands: list[str]) -> list[int]:
-    go = math.ceil(time.time()) + 2.2
+    go = math.ceil(time.time()) + 3.2
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", LAUNCH, str(go), *args],
