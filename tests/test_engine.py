@@ -359,7 +359,7 @@ def test_first_ctrl_c_writes_the_summary_and_prints_the_resume_command(slow_suit
     assert f"partial {done}/24" in listed.stdout
 
     gated = subprocess.run(_cli("gate", str(run_dir), "profile=regression"), capture_output=True)
-    assert gated.returncode == 4  # refused: a partial run is never gated as if finished
+    assert gated.returncode == 5  # refused: a partial run is never gated as if finished
     assert b"refusing to gate a partial run" in gated.stdout
     allowed = subprocess.run(
         _cli("gate", str(run_dir), "profile=regression", "--allow-partial"),
