@@ -197,7 +197,7 @@ def run_suite(
     tmp: Path, server: tuple[int, str], *overrides: str
 ) -> tuple[subprocess.CompletedProcess, dict]:
     port, token = server
-    env = {"EVALRUN_PROBE_PORT": str(port), "EVALRUN_PROBE_TOKEN": token}
+    env = {"EVALRUN_PROBE_PORT": str(port), "EVALRUN_PROBE_REPLY": token}
     proc = evalrun(f"tasks_dir={SUITE}", f"run_dir={tmp}", "concurrency=2", *overrides, env=env)
     lines = (
         (tmp / "samples.jsonl").read_text().splitlines() if (tmp / "samples.jsonl").exists() else []
