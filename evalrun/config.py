@@ -221,6 +221,7 @@ class EvalConfig:
     max_retries: int = 2
     # Harness errors (after retries) a run may end with and still exit 0; more: exit 3.
     max_errors: int = 0
+    setup_max_mb: int | None = 1024  # a task's setup/ larger than this is refused; null: no cap
     reward_threshold: float = 1.0  # reward-based tasks (Harbor format) pass at reward >= this
     strict_formats: bool = False  # a key a foreign format's runner ignores: an error, not a warning
     timeouts: TimeoutsConf = field(default_factory=TimeoutsConf)

@@ -30,6 +30,7 @@ from evalrun.bundled import PROBES_DIR, TASKS_DIR
 from evalrun.console import make_console, styled
 from evalrun.engine import Limits
 from evalrun.errors import UsageError
+from evalrun.formats.base import setup_bytes
 from evalrun.gate import ThresholdProfile, build_profile
 from evalrun.judges import Judge, NoJudge, build_judge
 from evalrun.provenance import reproduction_info
@@ -265,6 +266,7 @@ def build(cfg: DictConfig) -> RunPlan:
     skipped += [SkippedTask(task_id, CANNOT_RUN, reason) for task_id, reason in unrunnable]
     if cfg.limit is not None:
         tasks = select(tasks, tags=[], difficulty=[], ids=[], limit=cfg.limit)
+    refuse_large_setups(tasks, cfg.setup_max_mb)
     say_loading(suite.warnings, skipped)
     assert isinstance(resolved, dict)
     run_dir = Path(cfg.run_dir)
@@ -330,6 +332,27 @@ def say_loading(warnings: list[str], skipped: list[SkippedTask]) -> None:
 def with_run_dir(plan: RunPlan, run_dir: Path) -> RunPlan:
     """The same plan, writing into `run_dir` (a freshly claimed directory)."""
     return replace(plan, run_dir=run_dir, run_id=run_dir.name, new_dir=False)
+
+
+def refuse_large_setups(tasks: Sequence[Task], cap_mb: int | None) -> None:
+    """A `UsageError` naming every task whose setup is larger than `setup_max_mb` (None: no cap).
+
+    Every sample copies its task's setup into a fresh sandbox; a cap keeps a stray dataset or
+    core dump in a task folder from filling one sandbox after another.
+    """
+    if cap_mb is None:
+        return
+    if cap_mb < 1:
+        raise UsageError(f"setup_max_mb: expected a positive number or null, got {cap_mb}")
+    mib = 1024 * 1024
+    sizes = [(t, setup_bytes(t.format.setup_dirs())) for t in tasks]
+    over = [(t, size) for t, size in sizes if size > cap_mb * mib]
+    if over:
+        lines = "\n".join(f"  {t.id}: its setup holds {size / mib:.0f} MiB" for t, size in over)
+        raise UsageError(
+            f"setup_max_mb={cap_mb}: these tasks copy more than that into every sandbox:\n"
+            f"{lines}\nraise setup_max_mb (null: no cap) to run them, or shrink their setup"
+        )
 
 
 TRUSTED_AGENTS = frozenset({"oracle", "noop"})

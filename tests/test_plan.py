@@ -98,3 +98,16 @@ def test_an_unresolvable_interpolation_is_a_usage_error_naming_the_key(suite):
         plan_for(suite, "agent=command", "agent.cmd=my-agent ${NOT_A_KEY}")
     assert "Interpolation key 'NOT_A_KEY' not found" in str(err.value)
     assert "agent.cmd" in str(err.value)
+
+
+def test_a_task_whose_setup_is_over_the_cap_is_refused_before_anything_runs(suite):
+    with open(suite / "002-git-hard" / "setup" / "big.bin", "wb") as handle:
+        handle.truncate(3 * 1024 * 1024)  # sparse: its apparent size is what a copy moves
+    with pytest.raises(UsageError) as refused:
+        plan_for(suite, "setup_max_mb=2")
+    message = str(refused.value)
+    assert message.startswith("setup_max_mb=2: these tasks copy more than that")
+    assert "002-git-hard" in message and "holds 3 MiB" in message
+    assert "001-py-easy" not in message
+    assert len(plan_for(suite, "setup_max_mb=null").tasks) == 4
+    assert len(plan_for(suite, "setup_max_mb=2", "ids=001-py-easy").tasks) == 1

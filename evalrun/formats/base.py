@@ -17,7 +17,9 @@ image, a workspace path, a network policy, limits); `cannot_run_on(backend)` let
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
@@ -163,6 +165,11 @@ class TaskFormat(Protocol):
         """Near-miss overlays `evalrun check` must see fail (may be empty)."""
         ...
 
+    def setup_dirs(self) -> list[Path]:
+        """The host folders `prepare` copies into the workspace over a sample's life (missing
+        ones are skipped). Planning refuses a task whose setup is larger than `setup_max_mb`."""
+        ...
+
     async def prepare(self, sandbox: Sandbox, timeout_s: float) -> str:
         """Build the starting workspace; return its log."""
         ...
@@ -174,6 +181,18 @@ class TaskFormat(Protocol):
     async def grade(self, sandbox: Sandbox, answer: str, timeout_s: float) -> Verdict:
         """Inject the hidden verifier, run it, and judge."""
         ...
+
+
+def setup_bytes(folders: Sequence[Path]) -> int:
+    """The apparent size of every file under `folders` (what copying them moves; a sparse file
+    counts in full), symlinks not followed."""
+    total = 0
+    for folder in folders:
+        for dirpath, _, filenames in os.walk(folder):
+            for name in filenames:
+                with suppress(OSError):
+                    total += os.lstat(os.path.join(dirpath, name)).st_size
+    return total
 
 
 def failure_reason(output: str, exit_code: int | None, script: str) -> str:

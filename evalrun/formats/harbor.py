@@ -324,6 +324,12 @@ class HarborFormat:
     def wrong_overlays(self) -> list[Path]:
         return []
 
+    def setup_dirs(self) -> list[Path]:
+        dirs = [self.layout.environment_dir]
+        if self.step_plan is not None:
+            dirs += [d for step in self.step_plan.steps for d in step.format.setup_dirs()]
+        return dirs
+
     async def prepare(self, sandbox: Sandbox, timeout_s: float) -> str:
         env_dir = self.layout.environment_dir
         log = ""

@@ -109,6 +109,9 @@ class HarborStepFormat:
     def wrong_overlays(self) -> list[Path]:
         return []
 
+    def setup_dirs(self) -> list[Path]:
+        return [self.folder / "workdir"]
+
     async def prepare(self, sandbox: Sandbox, timeout_s: float) -> str:
         log = ""
         workdir = self.folder / "workdir"

@@ -188,6 +188,9 @@ class NativeFormat:
     def wrong_overlays(self) -> list[Path]:
         return self.layout.wrong_dirs
 
+    def setup_dirs(self) -> list[Path]:
+        return [self.layout.setup_dir]
+
     async def prepare(self, sandbox: Sandbox, timeout_s: float) -> str:
         setup_dir = self.layout.setup_dir
         if setup_dir.is_dir():

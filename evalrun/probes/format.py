@@ -51,6 +51,9 @@ class ProbeFormat:
     def wrong_overlays(self) -> list[Path]:
         return []  # a probe's near misses are scripted runs (scripted/bad.yaml), not overlays
 
+    def setup_dirs(self) -> list[Path]:
+        return [TaskLayout(self.layout.root).setup_dir]
+
     async def prepare(self, sandbox: Sandbox, timeout_s: float) -> str:
         return await NativeFormat(TaskLayout(self.layout.root)).prepare(sandbox, timeout_s)
 

@@ -565,17 +565,43 @@ class DockerBackend:
         self._live.pop(container.id, None)
 
     def abandon(self) -> None:
-        """Remove every container still open, in parallel, waiting at most ABANDON_TIMEOUT_S
-        (what is left then goes with the next preflight: its owner will be gone)."""
+        """Remove every container this process made that still exists, in parallel, waiting at
+        most ABANDON_TIMEOUT_S (what is left then goes with the next preflight: its owner will be
+        gone)."""
+        deadline = time.monotonic() + ABANDON_TIMEOUT_S
+        mine = dict(self._live)
+        with suppress(Exception):  # also those whose creation had not come back to us yet
+            labelled = {"label": [f"{OWNER_LABEL}={self.owner_label}", f"{LABEL}=1"]}
+            for listed in self.client.containers.list(all=True, filters=labelled, sparse=True):
+                mine.setdefault(listed.id, listed)
         threads = [
-            threading.Thread(target=self._dispose, args=(c,), daemon=True)
-            for c in list(self._live.values())
+            threading.Thread(target=self._remove_by, args=(c, deadline), daemon=True)
+            for c in mine.values()
         ]
         for thread in threads:
             thread.start()
-        deadline = time.monotonic() + ABANDON_TIMEOUT_S
         for thread in threads:
             thread.join(max(0.0, deadline - time.monotonic()))
+
+    def _remove_by(self, container: Any, deadline: float) -> None:
+        """Remove `container` and see it gone, before `deadline`. A removal already under way
+        (the first Ctrl-C's) is not enough: the process exiting mid-request can cancel it."""
+        from docker.errors import APIError, NotFound
+
+        if self.keep_workspaces:
+            self._dispose(container)
+            return
+        while time.monotonic() < deadline:
+            try:
+                container.remove(force=True)
+            except NotFound:
+                return
+            except APIError:  # e.g. 409: a removal is in progress; wait and look again
+                time.sleep(0.1)
+                continue
+            except Exception:
+                return
+            return
 
     @asynccontextmanager
     async def open(

@@ -9,6 +9,8 @@ commands run as), never by whoever owns the files on the host; modes and symlink
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import io
 import os
 import posixpath
@@ -18,6 +20,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 CHUNK = 1 << 20
+F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)  # Linux
 
 
 def _owned(info: tarfile.TarInfo, owner: tuple[int, int]) -> tarfile.TarInfo:
@@ -40,6 +43,8 @@ class TarPipe:
         self.prefix = prefix
         self.owner = owner
         self.read_fd, self._write_fd = os.pipe()
+        with contextlib.suppress(OSError):  # a larger pipe buffer: fewer, larger writes
+            fcntl.fcntl(self._write_fd, F_SETPIPE_SZ, CHUNK)
         self._error: OSError | None = None
         self._thread = threading.Thread(target=self._write, name="evalrun-tar", daemon=True)
         self._thread.start()
@@ -50,6 +55,7 @@ class TarPipe:
                 os.fdopen(self._write_fd, "wb", buffering=CHUNK) as sink,
                 tarfile.open(fileobj=sink, mode="w|", format=tarfile.PAX_FORMAT) as tar,
             ):
+                tar.copybufsize = CHUNK  # file data in large reads, not 16 KiB ones
                 for child in sorted(self.folder.iterdir()):
                     name = posixpath.join(self.prefix, child.name)
                     tar.add(child, arcname=name, filter=lambda i: _owned(i, self.owner))
@@ -59,9 +65,16 @@ class TarPipe:
             self._error = exc
 
     def chunks(self) -> Iterator[bytes]:
-        """The stream, chunk by chunk (for APIs that take an iterable body)."""
-        while chunk := os.read(self.read_fd, CHUNK):
-            yield chunk
+        """The stream in chunks of up to CHUNK bytes (for APIs that take an iterable body; a
+        pipe read returns at most the pipe's buffer, so reads are gathered)."""
+        pending = bytearray()
+        while piece := os.read(self.read_fd, CHUNK - len(pending)):
+            pending += piece
+            if len(pending) >= CHUNK:
+                yield bytes(pending)
+                pending.clear()
+        if pending:
+            yield bytes(pending)
 
     def close_reader(self) -> None:
         if self.read_fd >= 0:

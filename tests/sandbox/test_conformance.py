@@ -398,9 +398,12 @@ def test_the_verifier_gets_a_fresh_home_and_no_user_site(backend: SandboxBackend
         async with backend.open("fresh") as box:
             planted = await box.exec(plant)
             await box.end_agent()
-            return planted, await box.exec(check, env={"HOME": "/", "PATH": "/tmp"})
+            verifier = await box.exec(check, env={"HOME": "/", "PATH": "/tmp"})
+            await box.begin_agent()  # a multi-step task's next turn: the agent's own HOME again
+            return planted, verifier, await box.exec('cat "$HOME/.marker"')
 
-    planted, verifier = run(body())
+    planted, verifier, next_turn = run(body())
+    assert next_turn.stdout == "agent\n", next_turn.stderr
     assert "USERCUSTOMIZE RAN" in planted.stdout, planted.stdout + planted.stderr
     assert verifier.ok, verifier.stderr
     assert "USERCUSTOMIZE RAN" not in verifier.stdout

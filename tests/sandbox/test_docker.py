@@ -228,6 +228,27 @@ def test_ctrl_c_removes_every_container_of_the_run(engine: DockerBackend, make_t
 
 
 @pytest.mark.docker
+def test_ctrl_c_twice_exits_at_once_without_a_traceback_and_leaves_no_container(
+    engine: DockerBackend, make_task, tmp_path
+):
+    proc = _start_run(_slow_suite(make_task), tmp_path / "run")
+    owner = f"{socket.gethostname()}:{proc.pid}"
+    try:
+        _wait_for_containers(owner, 2, proc)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.1)  # the first one starts cancelling the samples; the second cuts it short
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert "interrupted again" in err
+    assert _containers(owner) == []
+
+
+@pytest.mark.docker
 def test_containers_of_a_killed_run_are_removed_by_the_next_preflight(
     engine: DockerBackend, make_task, tmp_path
 ):
