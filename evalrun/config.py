@@ -103,6 +103,21 @@ class CommandAgentConf(AgentConf):
 
 
 @dataclass
+class InstalledAgentConf(AgentConf):
+    """An off-the-shelf agent CLI preset (conf/agent/claude_code.yaml, ...)."""
+
+    _target_: str = MISSING  # evalrun.agents.presets.<name>.<Class>
+    version: str = MISSING  # the CLI's version, pinned; installed into the host cache once
+    provider: Any = "${provider}"  # where the gateway forwards; the key stays on the host
+    budget: Any = "${budget}"
+    model: str | None = None  # None: provider.model
+    env: dict[str, str] = field(default_factory=dict)  # plain values; never secrets
+    args: str = ""  # extra command-line arguments, as shell text
+    timeout_s: float | None = None  # None: only the engine's timeouts.agent_s
+    auto_install: bool = True  # install on first use; false: `evalrun agents install` first
+
+
+@dataclass
 class PythonAgentConf(AgentConf):
     _target_: str = "evalrun.agents.python.PythonAgent"
     factory: str | None = None  # "package.module:callable" returning an Agent
@@ -191,6 +206,15 @@ class ProfileConf:
     max_drop: dict[str, Any] = field(default_factory=dict)  # vs baseline; {value, significant}
 
 
+# --- budget (enforced by the model gateway, for agents that go through it) --------------------
+@dataclass
+class BudgetConf:
+    requests: int | None = None  # model requests per sample
+    tokens: int | None = None  # input + output tokens per sample
+    usd: float | None = None  # USD per sample (evalrun's own pricing)
+    run_usd: float | None = None  # USD for the whole run: at the cap no new sample starts
+
+
 # --- top level -------------------------------------------------------------------------------
 @dataclass
 class TimeoutsConf:
@@ -225,6 +249,7 @@ class EvalConfig:
     reward_threshold: float = 1.0  # reward-based tasks (Harbor format) pass at reward >= this
     strict_formats: bool = False  # a key a foreign format's runner ignores: an error, not a warning
     timeouts: TimeoutsConf = field(default_factory=TimeoutsConf)
+    budget: BudgetConf = field(default_factory=BudgetConf)
     keep_workspaces: bool = False
     dry_run: bool = False
     baseline: str | None = None  # a finished run dir: profile max_drop bounds compare to it
@@ -290,6 +315,7 @@ def register_configs() -> None:
         ("agent", "coder_schema", CoderAgentConf),
         ("agent", "command_schema", CommandAgentConf),
         ("agent", "python_schema", PythonAgentConf),
+        ("agent", "installed_schema", InstalledAgentConf),
         ("provider", "provider_schema", ProviderConf),
         ("tracker", "local_schema", LocalTrackerConf),
         ("tracker", "opik_schema", OpikTrackerConf),

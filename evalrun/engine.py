@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, NoReturn
 
 from evalrun.agents.base import Agent
-from evalrun.errors import SandboxError
+from evalrun.errors import HarnessError, SandboxError
 from evalrun.formats.base import SetupFailed
 from evalrun.records import AgentResult, CellKey, Outcome, Phases, SampleRecord
 from evalrun.sandbox.base import Sandbox, SandboxBackend
@@ -148,6 +148,8 @@ async def attempt_sample(
                 verify_output=verdict.output,
                 scores=dict(verdict.scores),
             )
+    except HarnessError as exc:  # the agent's CLI, the model gateway or provider: not the agent
+        return record(Outcome.error, reason=str(exc))
     except (SandboxError, OSError) as exc:
         return record(Outcome.error, reason=f"sandbox failed: {exc}")
 
@@ -171,13 +173,16 @@ async def run_sample(
     limits: Limits,
     run_id: str,
     log: LogSink | None = None,
+    stop_reason: Callable[[], str | None] | None = None,
 ) -> SampleRecord:
-    """`attempt_sample`, retrying harness errors up to `limits.max_retries` times with backoff."""
+    """`attempt_sample`, retrying harness errors up to `limits.max_retries` times with backoff
+    (not once `stop_reason()` says the run must stop)."""
     attempt = 0
     while True:
         attempt += 1
         rec = await attempt_sample(task, trial, agent, backend, limits, run_id, log)
-        if rec.outcome is not Outcome.error or attempt > limits.max_retries:
+        stopped = stop_reason is not None and stop_reason() is not None  # e.g. run budget spent
+        if rec.outcome is not Outcome.error or attempt > limits.max_retries or stopped:
             return rec.model_copy(update={"attempts": attempt})
         await asyncio.sleep(limits.retry_backoff_s * 2 ** (attempt - 1))
 
@@ -198,19 +203,26 @@ async def execute(
     log: LogSink | None = None,
     on_interrupt: Callable[[], None] | None = None,
     judge: Judge | None = None,
+    stop_reason: Callable[[], str | None] | None = None,
 ) -> bool:
     """Run every cell, at most `concurrency` at a time, calling `on_record` as each finishes.
 
     The first Ctrl-C (SIGINT) stops starting samples and cancels the ones in flight (their
     sandboxes and process trees are cleaned up; they get no record, so a resume runs them again);
     a second one exits the process at once. Returns True when the run was interrupted.
+    `stop_reason()` (the agent's run budget) is asked before each sample starts: once it says why,
+    no further sample starts and those cells get no record (a resume runs them).
     """
     gate = asyncio.Semaphore(max(1, concurrency))
 
     async def one(task: Task, trial: int) -> None:
         async with gate:
+            if stop_reason is not None and stop_reason():
+                return
             try:
-                rec = await run_sample(task, trial, agent, backend, limits, run_id, log)
+                rec = await run_sample(
+                    task, trial, agent, backend, limits, run_id, log, stop_reason
+                )
             except Exception as exc:  # a bug in evalrun itself: keep the run going, say so
                 now = time.time()
                 rec = SampleRecord(

@@ -34,3 +34,14 @@ class SandboxError(Exception):
 
 class SandboxUnavailable(UsageError):
     """A sandbox backend cannot run here (engine missing, daemon unreachable, ...)."""
+
+
+class HarnessError(Exception):
+    """Something the agent cannot cause stopped its sample: the agent CLI missing from the
+    sandbox, the model gateway failing, the provider rate-limiting or refusing the key past the
+    agent's retries. Raised by an agent's `run`; the sample is an `error` with this message."""
+
+
+class RunBudgetReached(HarnessError):
+    """The run reached its USD cap (`budget.run_usd`): the sample is an `error`, not retried,
+    and no new sample starts."""

@@ -14,6 +14,12 @@ missing variable or an incomplete setting is a `UsageError` naming it, before th
   gemini             Google's OpenAI-compatible Gemini endpoint: as openai-compatible, with
                      request bodies adjusted to what it accepts (see `agents.coder_gemini`)
   openrouter         OpenRouter, which reports each request's cost in USD
+  anthropic          Anthropic's Messages API (`x-api-key`), for agents that speak it (Claude Code)
+  gemini-native      Google's own Gemini API (`generateContent`, `x-goog-api-key`), for agents
+                     that speak it (gemini-cli)
+
+The last two are served only through evalrun's model gateway (`evalrun.gateway`), which adds
+the key in the header the API expects (`auth_style`) and prices each request (`price_for`).
 """
 
 from __future__ import annotations
@@ -25,7 +31,8 @@ from typing import Any
 from evalrun.errors import UsageError
 from evalrun.pricing import Price, resolve_price
 
-APIS = ("openai", "openai-compatible", "gemini", "openrouter")
+APIS = ("openai", "openai-compatible", "gemini", "openrouter", "anthropic", "gemini-native")
+AUTH_STYLES = {"anthropic": "x-api-key", "gemini-native": "x-goog-api-key"}
 NO_KEY = "not-needed"
 """Sent as the bearer token when `api_key_env` is null: the OpenAI client insists on one."""
 
@@ -115,6 +122,16 @@ class Provider:
 
     def price(self) -> tuple[Price | None, str]:
         """The price per token for this model and where it came from (see `evalrun.pricing`)."""
-        return resolve_price(
-            self.model, override=_price_from(self._price_conf), prefixes=self.price_prefixes
-        )
+        return self.price_for(self.model)
+
+    def price_for(self, model: str) -> tuple[Price | None, str]:
+        """The price of `model` as served by this provider: the config price applies to the
+        configured model only; any other model an agent calls is priced from litellm's map."""
+        override = _price_from(self._price_conf) if model == self.model else None
+        return resolve_price(model, override=override, prefixes=self.price_prefixes)
+
+    def auth_style(self) -> str:
+        """How the gateway sends the key: bearer, x-api-key, x-goog-api-key, or none."""
+        if not self.api_key_env:
+            return "none"
+        return AUTH_STYLES.get(self.api, "bearer")

@@ -16,6 +16,7 @@ import yaml
 from omegaconf import DictConfig
 from rich.console import Console
 
+from evalrun.agents.base import RunScope
 from evalrun.configdiff import NOT_RESULT_RELEVANT, diff
 from evalrun.console import make_console, styled
 from evalrun.engine import EXIT_INTERRUPTED, execute, exit_now
@@ -41,6 +42,7 @@ from evalrun.store import (
 )
 
 EXIT_ERRORS = 3  # more samples ended in a harness error than `max_errors` allows
+EXIT_BUDGET = 6  # the run reached budget.run_usd before every sample ran (5: gate refused a partial run)
 
 
 def print_plan(plan: RunPlan, console: Console) -> None:
@@ -94,8 +96,9 @@ def resume_command(run_dir: Path) -> str:
 def run(cfg: DictConfig, console: Console | None = None, overrides: list[str] | None = None) -> int:
     """Run the composed config; return the exit code: 0; 1 when the gate breaks; 3
     (`EXIT_ERRORS`) when more samples than `max_errors` ended in a harness error; 4 when the run
-    finished but task folders of the suite could not be loaded (they were skipped); 130 when
-    interrupted (the run is partial). `overrides` are the command-line overrides, kept (redacted)
+    finished but task folders of the suite could not be loaded (they were skipped); 6
+    (`EXIT_BUDGET`) when the run reached `budget.run_usd` and started no further sample; 130
+    when interrupted (the run is partial). `overrides` are the command-line overrides, kept (redacted)
     so a resume can replay them. The run directory is locked for the whole run: a second writer
     is refused.
 
@@ -151,6 +154,13 @@ def _run_plan(plan: RunPlan, console: Console, overrides: list[str] | None) -> i
     plan.judge.preflight()
     refuse_incompatible_resume(plan)
     warn_unscrubbed(plan, console)
+    with plan.agent.prepared(plan.backend) as scope:  # installs, the model gateway: run-long
+        return _execute_and_report(plan, console, overrides, scope)
+
+
+def _execute_and_report(
+    plan: RunPlan, console: Console, overrides: list[str] | None, scope: RunScope
+) -> int:
     store = RunStore(plan.run_dir, plan.secrets)
     store.create()
     store.write_config(plan.config)
@@ -192,6 +202,7 @@ def _run_plan(plan: RunPlan, console: Console, overrides: list[str] | None) -> i
                     log=store.write_log,
                     on_interrupt=on_interrupt,
                     judge=plan.judge,
+                    stop_reason=scope.stop_reason,
                 )
             )
         finally:
@@ -207,6 +218,15 @@ def _run_plan(plan: RunPlan, console: Console, overrides: list[str] | None) -> i
         report_expectations(plan.run_dir, [r for r in store.records() if r.key in wanted], console)
     console.print(f"report: {report_files[0]}", soft_wrap=True)
     say_skipped(plan.skipped, console)
+    stopped = scope.stop_reason()
+    if stopped and not interrupted:  # the run is partial because its budget ran out
+        console.print(
+            styled("[yellow]run stopped: {}.[/]", stopped),
+            f"{summary.samples} of {len(plan.cells)} samples ran; raise budget.run_usd and "
+            f"resume: {resume_command(plan.run_dir)}",
+            soft_wrap=True,
+        )
+        return EXIT_BUDGET
     state = summary.state
     if state is not None and not state.complete:
         console.print(

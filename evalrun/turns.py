@@ -17,7 +17,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 
 from evalrun.agents.base import Agent, tracking_progress
-from evalrun.errors import SandboxError
+from evalrun.errors import HarnessError, SandboxError
 from evalrun.formats.base import SetupFailed, Step, StepPlan, Verdict
 from evalrun.grading import grade
 from evalrun.records import AgentResult, Outcome, ToolCall, Usage
@@ -55,7 +55,7 @@ async def run_agent(
             return so_far.model_copy(update={"error": error}), True
         except LimitExceeded as exc:
             return so_far.model_copy(update={"error": f"stopped: {exc}"}), False
-        except SandboxError:
+        except (SandboxError, HarnessError):  # not the agent's doing: the sample is an error
             raise
         except Exception as exc:  # the agent crashed: record it, still grade
             return AgentResult(error=f"{type(exc).__name__}: {exc}"), False

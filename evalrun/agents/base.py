@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Protocol
 
 from evalrun.records import AgentResult
-from evalrun.sandbox.base import Sandbox
+from evalrun.sandbox.base import Sandbox, SandboxBackend
 from evalrun.tasks import Task
+
+
+@dataclass(frozen=True)
+class RunScope:
+    """What an agent's run-long preparation hands the runner: `stop_reason()` says why no new
+    sample may start (a run budget reached), or None."""
+
+    stop_reason: Callable[[], str | None] = lambda: None
 
 
 class Agent(Protocol):
@@ -22,7 +31,19 @@ class Agent(Protocol):
         missing SDK, unreachable endpoint named in config)."""
         ...
 
+    def prepared(self, backend: SandboxBackend) -> AbstractContextManager[RunScope]:
+        """Around the whole run, after preflight: install what the agent needs, start what it
+        needs (the model gateway) and make both visible on `backend`; undone on exit. May
+        raise `UsageError`. Agents that need nothing use `nothing_to_prepare`."""
+        ...
+
     async def run(self, task: Task, sandbox: Sandbox) -> AgentResult: ...
+
+
+@contextmanager
+def nothing_to_prepare(self: object, backend: SandboxBackend) -> Iterator[RunScope]:
+    """`prepared` for agents that need nothing around the run."""
+    yield RunScope()
 
 
 _PROGRESS: ContextVar[AgentResult | None] = ContextVar("evalrun_agent_progress", default=None)

@@ -21,7 +21,7 @@ import importlib.util
 from collections.abc import Mapping
 from typing import Any
 
-from evalrun.agents.base import progress
+from evalrun.agents.base import nothing_to_prepare, progress
 from evalrun.agents.coder_model import build_model, cost_of, default_settings
 from evalrun.agents.coder_tools import SandboxTools
 from evalrun.errors import UsageError
@@ -57,6 +57,7 @@ class CoderAgent:
     """See the module docstring. Constructed at plan time: cheap, reads no secret."""
 
     name = "coder"
+    prepared = nothing_to_prepare
 
     def __init__(
         self,

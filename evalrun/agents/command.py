@@ -44,6 +44,7 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import ValidationError
 
+from evalrun.agents.base import nothing_to_prepare
 from evalrun.agents.coder_tools import SUMMARY_CHARS, clip
 from evalrun.errors import SandboxError, UsageError
 from evalrun.pricing import resolve_price
@@ -162,6 +163,7 @@ class CommandAgent:
     """See the module docstring."""
 
     name = "command"
+    prepared = nothing_to_prepare
 
     def __init__(
         self,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from evalrun.agents.base import nothing_to_prepare
 from evalrun.records import AgentResult
 from evalrun.sandbox.base import Sandbox
 from evalrun.tasks import Task
@@ -9,6 +10,7 @@ from evalrun.tasks import Task
 
 class NoopAgent:
     name = "noop"
+    prepared = nothing_to_prepare
 
     def preflight(self) -> None:
         return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from evalrun.agents.base import nothing_to_prepare
 from evalrun.formats.native import apply_overlay
 from evalrun.records import AgentResult
 from evalrun.sandbox.base import Sandbox
@@ -20,6 +21,7 @@ __all__ = ["OracleAgent", "OverlayAgent", "apply_overlay"]
 
 class OracleAgent:
     name = "oracle"
+    prepared = nothing_to_prepare
 
     def preflight(self) -> None:
         return None
@@ -34,6 +36,8 @@ class OverlayAgent:
     def __init__(self, overlay: Path, name: str):
         self.overlay = overlay
         self.name = name
+
+    prepared = nothing_to_prepare
 
     def preflight(self) -> None:
         return None

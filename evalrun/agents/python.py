@@ -22,6 +22,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from evalrun.agents.base import nothing_to_prepare
 from evalrun.errors import UsageError
 from evalrun.records import AgentResult
 from evalrun.sandbox.base import Sandbox
@@ -77,6 +78,8 @@ def as_result(value: Any) -> AgentResult:
 
 class PythonAgent:
     """See the module docstring. The factory is called once; its agent runs every sample."""
+
+    prepared = nothing_to_prepare
 
     def __init__(self, factory: str | None = None, kwargs: Mapping[str, Any] | None = None):
         self.factory = factory or ""

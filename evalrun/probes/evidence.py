@@ -18,12 +18,14 @@ from __future__ import annotations
 import hashlib
 import json
 import weakref
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalrun.agents.base import RunScope
 from evalrun.errors import SandboxError
 from evalrun.records import AgentResult, ToolCall
-from evalrun.sandbox.base import Sandbox
+from evalrun.sandbox.base import Sandbox, SandboxBackend
 from evalrun.tasks import Task
 
 CONTENT_LIMIT = 1 << 20  # files larger than this are compared by hash only
@@ -126,6 +128,9 @@ class RecordingAgent:
 
     def preflight(self) -> None:
         self.inner.preflight()
+
+    def prepared(self, backend: SandboxBackend) -> AbstractContextManager[RunScope]:
+        return self.inner.prepared(backend)
 
     async def run(self, task: Task, sandbox: Sandbox) -> AgentResult:
         before = await snapshot(sandbox)

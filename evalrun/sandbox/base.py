@@ -190,6 +190,16 @@ class SandboxBackend(Protocol):
         """A fresh sandbox as `spec` asks; closing it removes everything it made."""
         ...
 
+    def add_read_only(self, paths: Sequence[Path], *, live: bool) -> None:
+        """Show these host folders read-only, at the same absolute path, in every sandbox opened
+        after this call (agent installs, the model gateway's socket folder).
+
+        `live`: changes made on the host later must show inside (a bind mount); otherwise a
+        snapshot taken now will do (docker bakes it into a derived image layer). `local` sees
+        the host anyway. Raises `SandboxUnavailable` when the backend cannot.
+        """
+        ...
+
     def abandon(self) -> None:
         """On a forced exit (a second Ctrl-C): synchronously and quickly end every sandbox still
         open - its processes, its container - or leave it marked for the next `preflight`."""

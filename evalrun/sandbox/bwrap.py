@@ -470,6 +470,10 @@ class BwrapBackend:
         ]
 
     # --- the SandboxBackend contract ----------------------------------------------------------
+    def add_read_only(self, paths: Sequence[Path], *, live: bool) -> None:
+        """Bind them read-only at the same path, like `extra_ro_paths` (always live)."""
+        self.extra_ro_paths += tuple(str(p) for p in paths if str(p) not in self.extra_ro_paths)
+
     def preflight(self) -> None:
         """Run `bash -c true` in a throwaway sandbox once; say plainly why it cannot run.
         Then remove the sample roots and cgroups of evalrun runs that no longer exist."""

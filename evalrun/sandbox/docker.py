@@ -405,6 +405,17 @@ class DockerBackend:
         self.owner_label = f"{socket.gethostname()}:{os.getpid()}"
         self.owner_start = start_time(os.getpid()) or ""
         self._live: dict[str, Any] = {}  # container id -> container, for `abandon`
+        self.live_mounts: list[str] = []  # host folders bound read-only (the gateway's sockets)
+
+    def add_read_only(self, paths: Sequence[Path], *, live: bool) -> None:
+        """Live folders are bound read-only; others go into a derived image layer
+        (`evalrun.sandbox.layers`) that replaces `image` for every later container."""
+        if live:
+            self.live_mounts += [str(p) for p in paths if str(p) not in self.live_mounts]
+            return
+        from evalrun.sandbox.layers import ensure_layer
+
+        self.image = ensure_layer(self.client, self.image, list(paths))
 
     @cached_property
     def client(self) -> Any:
@@ -512,6 +523,7 @@ class DockerBackend:
             ulimits=ulimits,
             working_dir=workdir,
             hostname="sandbox",
+            volumes={path: {"bind": path, "mode": "ro"} for path in self.live_mounts},
             labels={
                 LABEL: "1",
                 OWNER_LABEL: self.owner_label,

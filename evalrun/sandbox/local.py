@@ -171,6 +171,9 @@ class LocalBackend:
         self._path_env = os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")
         self._open: set[Path] = set()
 
+    def add_read_only(self, paths: Sequence[Path], *, live: bool) -> None:
+        """Nothing to do: local commands see the host's folders where they are."""
+
     def preflight(self) -> None:
         if shutil.which("bash") is None:
             from evalrun.errors import SandboxUnavailable

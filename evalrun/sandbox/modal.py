@@ -301,6 +301,12 @@ class ModalBackend:
         self._app: Any = None  # looked up on first use; a race only looks it up twice
         self._image: Any = None
 
+    def add_read_only(self, paths: Sequence[Path], *, live: bool) -> None:
+        raise SandboxUnavailable(
+            "sandbox=modal cannot show host folders to its sandboxes yet, so agent presets "
+            "(their install and evalrun's model gateway) run on sandbox=local, bwrap or docker"
+        )
+
     def preflight(self) -> None:
         """The SDK is installed and credentials are configured (nothing is contacted yet)."""
         _modal()

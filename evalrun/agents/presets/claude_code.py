@@ -1,0 +1,87 @@
+"""`agent=claude_code`: Anthropic's Claude Code CLI, headless (`claude -p`), through the gateway.
+
+Installed from npm as its linux platform package (one binary, no node). It speaks the Anthropic
+Messages API, so it needs `provider=anthropic` (the preset's default); `ANTHROPIC_BASE_URL`
+points it at the gateway. Permissions are off (`--dangerously-skip-permissions`, which Claude Code
+allows as root only with `IS_SANDBOX=1`), auto-update and non-essential traffic are off. Its
+native log is `--output-format stream-json --verbose`: assistant `tool_use` blocks, user
+`tool_result` blocks, and a final `result` message whose text is the answer.
+"""
+
+from __future__ import annotations
+
+import shlex
+from datetime import datetime
+
+from evalrun.agents.install import Package
+from evalrun.agents.installed import GATEWAY_KEY, Converted, InstalledAgent, Launch
+from evalrun.agents.presets.native import json_lines, result_text
+from evalrun.records import ToolCall
+
+
+def _seconds(stamp: object) -> float | None:
+    if not isinstance(stamp, str):
+        return None
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+class ClaudeCode(InstalledAgent):
+    name = "claude_code"
+    apis = ("anthropic",)
+    env_defaults = {
+        "IS_SANDBOX": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_TELEMETRY": "1",
+        "ANTHROPIC_API_KEY": GATEWAY_KEY,
+    }
+
+    def package(self) -> Package:
+        return Package("npm-binary", "@anthropic-ai/claude-code-linux-{arch}", self.version)
+
+    def cli(self, root: str) -> str:
+        return f"{root}/package/claude"
+
+    def command(self, launch: Launch) -> str:
+        q = shlex.quote
+        return (
+            f"ANTHROPIC_BASE_URL={launch.url} {q(launch.cli)} -p --output-format stream-json "
+            f"--verbose --dangerously-skip-permissions --model {q(launch.model)} {self.args} "
+            f"< {q(launch.prompt_file)} > {q(launch.native_file)}"
+        )
+
+    def convert(self, native: str) -> Converted:
+        converted = Converted()
+        pending: dict[str, tuple[ToolCall, float | None]] = {}
+        for event in json_lines(native, converted.notes):
+            kind = event.get("type")
+            message = event.get("message") if isinstance(event.get("message"), dict) else {}
+            blocks = message.get("content") if isinstance(message.get("content"), list) else []
+            if kind == "assistant":
+                for block in blocks:
+                    if isinstance(block, dict) and block.get("type") == "tool_use":
+                        args = block.get("input") if isinstance(block.get("input"), dict) else {}
+                        step = ToolCall(name=str(block.get("name") or "tool"), args=args)
+                        converted.trajectory.append(step)
+                        pending[str(block.get("id"))] = (step, _seconds(event.get("timestamp")))
+            elif kind == "user":
+                for block in blocks:
+                    if not isinstance(block, dict) or block.get("type") != "tool_result":
+                        continue
+                    step, started = pending.pop(str(block.get("tool_use_id")), (None, None))
+                    if step is None:
+                        continue
+                    step.result = result_text(block.get("content"))
+                    if block.get("is_error"):
+                        step.error = step.result or "tool error"
+                    ended = _seconds(event.get("timestamp"))
+                    if started is not None and ended is not None:
+                        step.duration_s = max(ended - started, 0.0)
+            elif kind == "result":
+                converted.output = str(event.get("result") or "")
+                if event.get("is_error"):
+                    converted.notes.append(f"claude_code reported an error: {converted.output}")
+        return converted

@@ -1,0 +1,81 @@
+"""`agent=codex`: OpenAI's Codex CLI, headless (`codex exec --json`), through the gateway.
+
+Installed from npm as its linux platform package (one binary, no node). It speaks the OpenAI
+Responses API, so it needs a provider with `api: openai` (`provider=openai`, the default);
+`OPENAI_BASE_URL` alone does not move it, so a provider of its own (`model_providers.evalrun`)
+is given on the command line with the gateway's URL and `wire_api = "responses"`. Approvals and
+codex's own sandbox are off (`--dangerously-bypass-approvals-and-sandbox`): evalrun's sandbox is
+the sandbox. Its native log is the `--json` event stream: `item.completed` events for command
+executions, file changes and tool calls, and `agent_message`s, the last of which is the answer.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from evalrun.agents.install import Package
+from evalrun.agents.installed import GATEWAY_KEY, Converted, InstalledAgent, Launch
+from evalrun.agents.presets.native import json_lines, result_text
+from evalrun.records import ToolCall
+
+ARCH_TRIPLES = {"x64": "x86_64-unknown-linux-musl", "arm64": "aarch64-unknown-linux-musl"}
+
+
+class Codex(InstalledAgent):
+    name = "codex"
+    apis = ("openai", "openai-compatible")
+    env_defaults = {"EVALRUN_GATEWAY_KEY": GATEWAY_KEY}
+
+    def package(self) -> Package:
+        return Package("npm-binary", "@openai/codex@{version}-linux-{arch}", self.version)
+
+    def cli(self, root: str) -> str:
+        from evalrun.agents.install import npm_arch
+
+        return f"{root}/package/vendor/{ARCH_TRIPLES.get(npm_arch(), npm_arch())}/bin/codex"
+
+    def command(self, launch: Launch) -> str:
+        q = shlex.quote
+        provider = (
+            '"model_providers.evalrun={name=\\"evalrun\\",base_url=\\"$EVALRUN_GATEWAY_URL\\",'
+            'wire_api=\\"responses\\",env_key=\\"EVALRUN_GATEWAY_KEY\\"}"'
+        )
+        return (
+            f"{q(launch.cli)} exec --json --skip-git-repo-check "
+            f"--dangerously-bypass-approvals-and-sandbox -m {q(launch.model)} "
+            f"-c model_provider=evalrun -c {provider} {self.args} - "
+            f"< {q(launch.prompt_file)} > {q(launch.native_file)}"
+        )
+
+    def convert(self, native: str) -> Converted:
+        converted = Converted()
+        for event in json_lines(native, converted.notes):
+            item = event.get("item") if isinstance(event.get("item"), dict) else {}
+            if event.get("type") != "item.completed":
+                continue
+            kind = item.get("type")
+            if kind == "agent_message":
+                converted.output = str(item.get("text") or "")
+            elif kind == "command_execution":
+                code = item.get("exit_code")
+                converted.trajectory.append(
+                    ToolCall(
+                        name="shell",
+                        args={"command": item.get("command")},
+                        result=result_text(item.get("aggregated_output")),
+                        error=f"exit {code}" if isinstance(code, int) and code != 0 else None,
+                    )
+                )
+            elif kind == "file_change":
+                changes = item.get("changes") if isinstance(item.get("changes"), list) else []
+                converted.trajectory.append(
+                    ToolCall(name="apply_patch", args={"changes": changes})
+                )
+            elif kind in ("mcp_tool_call", "web_search"):
+                args = {k: v for k, v in item.items() if k not in ("id", "type", "result")}
+                converted.trajectory.append(
+                    ToolCall(name=str(kind), args=args, result=result_text(item.get("result")))
+                )
+            elif kind == "error":
+                converted.notes.append(f"codex: {item.get('message')}")
+        return converted

@@ -1,0 +1,79 @@
+"""Shared pieces of the native-log converters: JSON lines, bounded results, chat message lists."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from evalrun.agents.coder_tools import SUMMARY_CHARS, clip
+from evalrun.agents.installed import Converted
+from evalrun.records import ToolCall
+
+
+def json_lines(text: str, notes: list[str]) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a JSON-lines log; other lines are skipped (counted in `notes`)."""
+    bad = 0
+    for line in text.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            value = json.loads(line)
+        except ValueError:
+            bad += 1
+            continue
+        if isinstance(value, dict):
+            yield value
+    if bad:
+        notes.append(f"native log: {bad} line(s) were not JSON")
+
+
+def result_text(value: Any) -> str:
+    """A tool result as bounded text, whatever shape the agent gave it."""
+    if isinstance(value, list):
+        value = "\n".join(
+            str(part.get("text", "")) if isinstance(part, dict) else str(part) for part in value
+        )
+    elif not isinstance(value, str):
+        value = json.dumps(value) if value is not None else ""
+    return clip(value, SUMMARY_CHARS)
+
+
+def arguments(raw: Any) -> dict[str, Any]:
+    if isinstance(raw, dict):
+        return raw
+    if isinstance(raw, str):
+        try:
+            parsed = json.loads(raw)
+        except ValueError:
+            return {"raw": raw}
+        return parsed if isinstance(parsed, dict) else {"value": parsed}
+    return {}
+
+
+def from_chat_messages(messages: list[Any]) -> Converted:
+    """OpenAI-chat-style messages (assistant `tool_calls`, `tool` results) -> steps + answer."""
+    steps: dict[str, ToolCall] = {}
+    order: list[ToolCall] = []
+    output = ""
+    for message in messages:
+        if not isinstance(message, dict):
+            continue
+        role = message.get("role")
+        if role == "assistant":
+            if isinstance(message.get("content"), str) and message["content"].strip():
+                output = message["content"]
+            for call in message.get("tool_calls") or []:
+                function = call.get("function") or {}
+                step = ToolCall(
+                    name=str(function.get("name") or "tool"),
+                    args=arguments(function.get("arguments")),
+                )
+                steps[str(call.get("id"))] = step
+                order.append(step)
+        elif role == "tool":
+            step = steps.get(str(message.get("tool_call_id")))
+            if step is not None:
+                step.result = result_text(message.get("content"))
+    return Converted(trajectory=order, output=output)
