@@ -54,7 +54,7 @@ def compose_config(
         with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
             return compose(
                 config_name=name,
-                overrides=overrides,
+                overrides=open_mapping_overrides(overrides),
                 return_hydra_config=return_hydra_config,
             )
     except (HydraException, OmegaConfBaseException) as exc:
@@ -214,6 +214,13 @@ def cmd_online(args: list[str]) -> int:
     return online_command(args, compose_config, _console())
 
 
+def cmd_agents(args: list[str]) -> int:
+    """evalrun agents install NAME... [--force] | evalrun agents list: the agent CLI cache."""
+    from evalrun.agents.cache import agents_command
+
+    return agents_command(args, compose_config, _console())
+
+
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "check": cmd_check,
     "push": cmd_push,
@@ -230,6 +237,7 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "new-task": cmd_new_task,
     "info": cmd_info,
     "online": cmd_online,
+    "agents": cmd_agents,
 }
 
 _exit_codes: list[int] = []
@@ -307,8 +315,19 @@ def expand_resume(args: list[str]) -> list[str]:
     return [*replay_overrides(run_dir, rest), *rest, f"run_dir={run_dir}"]
 
 
+OPEN_MAPPINGS = ("agent.env.", "agent.kwargs.", "agent.model_settings.", "provider.headers_env.")
+
+
+def open_mapping_overrides(args: list[str]) -> list[str]:
+    """`agent.env.NAME=value` adds a key to a free-form mapping: Hydra wants `++` for that."""
+    return [
+        f"++{arg}" if arg.startswith(OPEN_MAPPINGS) and "=" in arg.split(".", 2)[-1] else arg
+        for arg in args
+    ]
+
+
 def main(argv: list[str] | None = None) -> None:
-    args = sys.argv[1:] if argv is None else argv
+    args = open_mapping_overrides(sys.argv[1:] if argv is None else argv)
     if args == ["--version"]:  # evalrun's and the SDKs' versions, not Hydra's own --version
         from evalrun.install import version_text
 

@@ -153,7 +153,7 @@ def _fill(package: Package, dest: Path, what: str) -> list[str]:
     if package.kind == "npm":
         if not package.node:
             raise UsageError(f"{what}: an npm CLI needs a pinned node version (node=...)")
-        node = ensure_installed("node", Package("npm-binary", "node-linux-{arch}", package.node))
+        node = installed("node", _node(package.node))
         dest.mkdir(parents=True)
         argv = ["npm", "install", "--prefix", str(dest), "--ignore-scripts", "--no-audit"]
         _run([*argv, "--no-fund", "--omit=dev", package.spec], what)
@@ -177,6 +177,10 @@ def _readable(folder: Path) -> None:
         path.chmod(path.stat().st_mode | (0o555 if path.is_dir() else 0o444))
 
 
+def _node(version: str) -> Package:
+    return Package("npm-binary", "node-linux-{arch}", version)
+
+
 def _size(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
 
@@ -190,6 +194,8 @@ def ensure_installed(name: str, package: Package, *, force: bool = False) -> Ins
     if target.ready and not force:
         return target
     what = f"{name} {package.version} ({package.spec})"
+    if package.kind == "npm" and package.node:  # its runtime first: the lock is not re-entrant
+        ensure_installed("node", _node(package.node))
     with _locked(target.root.parent):
         if target.ready and not force:
             return target

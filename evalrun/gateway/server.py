@@ -249,16 +249,27 @@ class Gateway:
             except (aiohttp.ClientError, TimeoutError, ConnectionError) as exc:
                 account.gateway_failures.append(f"the provider's response broke off: {exc}")
             payloads += parser.close() if streamed else _json_payloads(bytes(kept))
-            await response.write_eof()
-        account.last_failed = upstream.status >= 400
-        if upstream.status >= 400:
-            account.upstream_failures.append((upstream.status, _error_message(payloads, kept)))
+            self._account_for(account, api, upstream.status, payloads, kept, request_model)
+            await response.write_eof()  # after charging: the agent never sees a stale account
+        return response
+
+    def _account_for(
+        self,
+        account: Account,
+        api: str | None,
+        status: int,
+        payloads: list[Any],
+        kept: bytearray,
+        request_model: str | None,
+    ) -> None:
+        account.last_failed = status >= 400
+        if status >= 400:
+            account.upstream_failures.append((status, _error_message(payloads, kept)))
         elif api is not None:
             account.upstream_successes += 1
             used = meter(api, payloads, request_model)
             if used is not None:
                 self.ledger.charge(account, used)
-        return response
 
 
 def _prepare_body(api: str, body: bytes, model: str | None) -> tuple[bytes, str | None]:

@@ -1,0 +1,83 @@
+"""`agent=opencode`: opencode (`opencode run --format json`), through the gateway.
+
+Installed from npm as its linux platform package (one binary, no node). Any OpenAI-compatible
+provider works: a config file (`OPENCODE_CONFIG`) declares a provider `evalrun` of kind
+`@ai-sdk/openai-compatible` (bundled in the binary, so nothing is fetched) whose base URL is the
+gateway (`{env:EVALRUN_GATEWAY_URL}`), and allows edits and bash without asking. Model-list
+fetching, auto-update and sharing are off. Its native log is the `--format json` event stream:
+`tool_use` parts (tool, input, output, timing) and `text` parts, the last of which is the answer.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+from evalrun.agents.install import Package
+from evalrun.agents.installed import GATEWAY_KEY, Converted, InstalledAgent, Launch
+from evalrun.agents.presets.native import json_lines, result_text
+from evalrun.records import ToolCall
+
+
+class Opencode(InstalledAgent):
+    name = "opencode"
+    apis = ("openai", "openai-compatible", "openrouter", "gemini")
+    env_defaults = {
+        "OPENCODE_DISABLE_MODELS_FETCH": "1",
+        "OPENCODE_DISABLE_AUTOUPDATE": "1",
+        "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+    }
+
+    def package(self) -> Package:
+        return Package("npm-binary", "opencode-linux-{arch}", self.version)
+
+    def cli(self, root: str) -> str:
+        return f"{root}/package/bin/opencode"
+
+    def files(self, launch: Launch) -> dict[str, str]:
+        config = {
+            "provider": {
+                "evalrun": {
+                    "npm": "@ai-sdk/openai-compatible",
+                    "name": "evalrun gateway",
+                    "options": {"baseURL": "{env:EVALRUN_GATEWAY_URL}", "apiKey": GATEWAY_KEY},
+                    "models": {launch.model: {"name": launch.model}},
+                }
+            },
+            "model": f"evalrun/{launch.model}",
+            "autoupdate": False,
+            "share": "disabled",
+            "permission": {"edit": "allow", "bash": "allow", "webfetch": "deny"},
+        }
+        return {f"{launch.scratch}/opencode.json": json.dumps(config, indent=2)}
+
+    def command(self, launch: Launch) -> str:
+        q = shlex.quote
+        return (
+            f"OPENCODE_CONFIG={q(launch.scratch + '/opencode.json')} {q(launch.cli)} run "
+            f"--format json -m {q('evalrun/' + launch.model)} {self.args} "
+            f'"$(cat {q(launch.prompt_file)})" < /dev/null > {q(launch.native_file)}'
+        )
+
+    def convert(self, native: str) -> Converted:
+        converted = Converted()
+        for event in json_lines(native, converted.notes):
+            part = event.get("part") if isinstance(event.get("part"), dict) else {}
+            if event.get("type") == "text" and part.get("text"):
+                converted.output = str(part["text"])
+            elif event.get("type") == "tool_use":
+                state = part.get("state") if isinstance(part.get("state"), dict) else {}
+                timing = state.get("time") if isinstance(state.get("time"), dict) else {}
+                start, end = timing.get("start"), timing.get("end")
+                duration = (end - start) / 1000 if isinstance(start, int) and isinstance(end, int) else None
+                failed = state.get("status") == "error"
+                converted.trajectory.append(
+                    ToolCall(
+                        name=str(part.get("tool") or "tool"),
+                        args=state.get("input") if isinstance(state.get("input"), dict) else {},
+                        result=result_text(state.get("output") or state.get("error")),
+                        duration_s=duration,
+                        error=result_text(state.get("error")) if failed else None,
+                    )
+                )
+        return converted
