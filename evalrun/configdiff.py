@@ -17,6 +17,9 @@ NOT_RESULT_RELEVANT = (
     "profile",
     "baseline",
     "strict_formats",  # decides which folders load, never what a loaded task's sample does
+    "budget.run_usd",  # a run stopped at its cap resumes with a higher one
+    "agent.budget.run_usd",
+    "agent.auto_install",
 )
 
 

@@ -29,6 +29,9 @@ bash scripts/wheel-smoke.sh
 bash scripts/docker-engine.sh
 bash scripts/build-base-image.sh
 
+echo "test: agent CLIs for the preset tests (into the host cache once; seconds when cached)"
+.venv/bin/evalrun agents install claude_code codex mini_swe_agent gemini_cli opencode aider
+
 echo "test: proving every bundled oracle honest (tasks, then probes)"
 .venv/bin/evalrun check
 .venv/bin/evalrun check suite=probes

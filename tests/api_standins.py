@@ -170,25 +170,34 @@ def responses_sse(turn: Turn, index: int, model: str) -> SSE:
     started = {**full, "status": "in_progress", "output": [], "usage": None}
     yield "response.created", {"type": "response.created", "response": started}
     for n, item in enumerate(full["output"]):
-        yield "response.output_item.added", {
-            "type": "response.output_item.added",
-            "output_index": n,
-            "item": {**item, "status": "in_progress"},
-        }
+        yield (
+            "response.output_item.added",
+            {
+                "type": "response.output_item.added",
+                "output_index": n,
+                "item": {**item, "status": "in_progress"},
+            },
+        )
         if item["type"] == "message":
             text = item["content"][0]["text"]
-            yield "response.output_text.delta", {
-                "type": "response.output_text.delta",
-                "item_id": item["id"],
+            yield (
+                "response.output_text.delta",
+                {
+                    "type": "response.output_text.delta",
+                    "item_id": item["id"],
+                    "output_index": n,
+                    "content_index": 0,
+                    "delta": text,
+                },
+            )
+        yield (
+            "response.output_item.done",
+            {
+                "type": "response.output_item.done",
                 "output_index": n,
-                "content_index": 0,
-                "delta": text,
-            }
-        yield "response.output_item.done", {
-            "type": "response.output_item.done",
-            "output_index": n,
-            "item": item,
-        }
+                "item": item,
+            },
+        )
     yield "response.completed", {"type": "response.completed", "response": full}
 
 
@@ -197,7 +206,9 @@ def messages_json(turn: Turn, index: int, model: str) -> dict[str, Any]:
     if turn.text:
         content.append({"type": "text", "text": turn.text})
     for n, (name, args) in enumerate(turn.calls):
-        content.append({"type": "tool_use", "id": f"toolu_{index}_{n}", "name": name, "input": args})
+        content.append(
+            {"type": "tool_use", "id": f"toolu_{index}_{n}", "name": name, "input": args}
+        )
     return {
         "id": f"msg_{index}",
         "type": "message",
@@ -227,26 +238,35 @@ def messages_sse(turn: Turn, index: int, model: str) -> SSE:
     yield "message_start", {"type": "message_start", "message": message}
     for n, block in enumerate(full["content"]):
         if block["type"] == "text":
-            yield "content_block_start", {
-                "type": "content_block_start",
-                "index": n,
-                "content_block": {"type": "text", "text": ""},
-            }
+            yield (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": n,
+                    "content_block": {"type": "text", "text": ""},
+                },
+            )
             delta = {"type": "text_delta", "text": block["text"]}
         else:
-            yield "content_block_start", {
-                "type": "content_block_start",
-                "index": n,
-                "content_block": {**block, "input": {}},
-            }
+            yield (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": n,
+                    "content_block": {**block, "input": {}},
+                },
+            )
             delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
         yield "content_block_delta", {"type": "content_block_delta", "index": n, "delta": delta}
         yield "content_block_stop", {"type": "content_block_stop", "index": n}
-    yield "message_delta", {
-        "type": "message_delta",
-        "delta": {"stop_reason": full["stop_reason"], "stop_sequence": None},
-        "usage": {"output_tokens": turn.output_tokens},
-    }
+    yield (
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": full["stop_reason"], "stop_sequence": None},
+            "usage": {"output_tokens": turn.output_tokens},
+        },
+    )
     yield "message_stop", {"type": "message_stop"}
 
 

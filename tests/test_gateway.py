@@ -34,15 +34,17 @@ class UnixHTTPConnection(http.client.HTTPConnection):
 
 def post(session, path: str, body: dict, headers: dict | None = None) -> tuple[int, bytes]:
     conn = UnixHTTPConnection(str(session.socket))
-    conn.request("POST", path, json.dumps(body), {"Content-Type": "application/json", **(headers or {})})
+    conn.request(
+        "POST", path, json.dumps(body), {"Content-Type": "application/json", **(headers or {})}
+    )
     response = conn.getresponse()
     data = response.read()
     conn.close()
     return response.status, data
 
 
-def gateway(url: str, budget: Budget = Budget(), auth: str = "bearer") -> Gateway:
-    ledger = Ledger(budget, lambda model: (PRICE, "test price"))
+def gateway(url: str, budget: Budget | None = None, auth: str = "bearer") -> Gateway:
+    ledger = Ledger(budget or Budget(), lambda model: (PRICE, "test price"))
     return Gateway(Upstream(url, auth=auth, key_env="GATEWAY_TEST_KEY"), ledger)
 
 
@@ -85,7 +87,11 @@ def test_each_api_is_forwarded_unchanged_with_the_real_key_and_metered(api, stre
         PRICE.cost(1000, 50, 400) + PRICE.cost(100, 20), rel=1e-9
     )
     assert usage.cost_source == "metered by evalrun's gateway"
-    header = {"bearer": "authorization", "x-api-key": "x-api-key", "x-goog-api-key": "x-goog-api-key"}
+    header = {
+        "bearer": "authorization",
+        "x-api-key": "x-api-key",
+        "x-goog-api-key": "x-goog-api-key",
+    }
     for request in received:
         value = request.headers[header[auth]]
         assert value == (f"Bearer {KEY}" if auth == "bearer" else KEY)
@@ -104,7 +110,7 @@ def test_streamed_bytes_reach_the_agent_as_the_provider_sent_them(monkeypatch):
         status, data = post(session, "/v1/messages", {"model": "m", "stream": True}, {})
     events = SSEParser().feed(data)
     assert status == 200
-    assert [e["type"] for e in events][0] == "message_start"
+    assert next(e["type"] for e in events) == "message_start"
     assert any(e.get("delta", {}).get("text") == "hello there" for e in events)
 
 
@@ -114,7 +120,7 @@ def test_a_sample_past_its_request_budget_is_refused_and_says_why(monkeypatch):
     with ApiStandin(script) as server, gateway(server.url, Budget(requests=2)) as gw:
         session, other = gw.open("t#0"), gw.open("t#1")
         statuses = [post(session, "/v1/chat/completions", {"model": "m"})[0] for _ in range(3)]
-        status, data = post(session, "/v1/chat/completions", {"model": "m"})
+        _status, data = post(session, "/v1/chat/completions", {"model": "m"})
         assert post(other, "/v1/chat/completions", {"model": "m"})[0] == 200  # its own budget
     assert statuses == [200, 200, BUDGET_STATUS]
     assert "budget.requests" in json.loads(data)["error"]["message"]

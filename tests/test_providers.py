@@ -18,7 +18,14 @@ from tests.agents.conftest import evalrun_cli, run_eval
 from tests.openai_standin import Standin, answer, call
 
 PROVIDERS = sorted(p.stem for p in (CONF_DIR / "provider").glob("*.yaml"))
-KEY_VARS = ("OPENAI_API_KEY", "GEMINI_API_KEY", "OPENROUTER_API_KEY", "MODAL_KEY", "MODAL_SECRET")
+KEY_VARS = (
+    "OPENAI_API_KEY",
+    "GEMINI_API_KEY",
+    "OPENROUTER_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "MODAL_KEY",
+    "MODAL_SECRET",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -31,8 +38,8 @@ def provider(*overrides: str) -> Provider:
     return instantiate(compose_config(list(overrides)).provider)
 
 
-def test_the_four_providers_are_there():
-    assert PROVIDERS == ["gemini", "modal", "openai", "openrouter"]
+def test_the_providers_are_there():
+    assert PROVIDERS == ["anthropic", "gemini", "google", "modal", "openai", "openrouter"]
 
 
 @pytest.mark.parametrize("name", PROVIDERS)

@@ -34,7 +34,9 @@ def preset_names() -> list[str]:
 
 def build_preset(name: str, compose: Callable[[list[str]], Any]) -> InstalledAgent:
     if name not in preset_names():
-        raise UsageError(f"agents: {name!r} is not an agent preset; known: {', '.join(preset_names())}")
+        raise UsageError(
+            f"agents: {name!r} is not an agent preset; known: {', '.join(preset_names())}"
+        )
     cfg = compose([f"agent={name}"])
     agent = instantiate(cfg.agent)
     assert isinstance(agent, InstalledAgent)

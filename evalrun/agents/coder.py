@@ -88,6 +88,12 @@ class CoderAgent:
                     f"agent=coder needs the {module} package: pip install 'evalrun[agents]'"
                 )
         self.provider.check()
+        if self.provider.api in ("anthropic", "gemini-native"):
+            raise UsageError(
+                f"agent=coder speaks OpenAI Chat Completions; provider={self.provider.name} "
+                f"(provider.api={self.provider.api}) is for the agent CLI presets. Use "
+                "provider=openai, gemini, openrouter or modal"
+            )
 
     async def run(self, task: Task, sandbox: Sandbox) -> AgentResult:
         from pydantic_ai import Agent, Tool

@@ -55,14 +55,15 @@ GATEWAY_KEY = "evalrun-gateway"  # what agents get as their "key": the real one 
 FORWARDER = Path(__file__).resolve().parent.parent / "gateway" / "forwarder.py"
 LAUNCHER = r"""
 scratch=$1 socket=$2 cli=$3; shift 3
-command -v python3 >/dev/null || { echo "evalrun: no python3 in the sandbox for the gateway forwarder" >&2; exit 91; }
+say() { echo "evalrun: $*" >&2; }
+command -v python3 >/dev/null || { say "no python3 in the sandbox for the gateway forwarder"; exit 91; }
 python3 "$scratch/forwarder.py" "$socket" "$scratch/port" 2>"$scratch/forwarder.log" &
 for _ in $(seq 400); do [ -s "$scratch/port" ] && break; sleep 0.025; done
-[ -s "$scratch/port" ] || { echo "evalrun: the gateway forwarder did not start: $(cat "$scratch/forwarder.log")" >&2; exit 91; }
+[ -s "$scratch/port" ] || { say "the gateway forwarder did not start: $(cat "$scratch/forwarder.log")"; exit 91; }
 export EVALRUN_GATEWAY_URL="http://127.0.0.1:$(cat "$scratch/port")"
-[ -e "$cli" ] || { echo "evalrun: agent CLI missing in the sandbox: $cli" >&2; exit 90; }
+[ -e "$cli" ] || { say "agent CLI missing in the sandbox: $cli"; exit 90; }
 eval "$1"
-"""
+"""  # noqa: E501
 HEALTH = (
     "python3 -c 'import os,urllib.request;"
     'print(urllib.request.urlopen(os.environ["EVALRUN_GATEWAY_URL"]+"/__evalrun/health").read().decode())'

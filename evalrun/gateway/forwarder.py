@@ -10,6 +10,7 @@ It writes the port it listens on to <port-file> (atomically) and serves until ki
 happens when the agent's command ends (the sandbox kills the whole process tree).
 """
 
+import contextlib
 import os
 import socket
 import sys
@@ -27,10 +28,8 @@ def pump(source, sink):
         pass
     finally:
         for sock, how in ((sink, socket.SHUT_WR), (source, socket.SHUT_RD)):
-            try:
+            with contextlib.suppress(OSError):
                 sock.shutdown(how)
-            except OSError:
-                pass
 
 
 def serve(client, path):

@@ -167,6 +167,7 @@ def _gemini(payloads: list[dict[str, Any]], model: str | None) -> Metered | None
     return Metered(
         model,
         input_tokens=_int(usage.get("promptTokenCount")),
-        output_tokens=_int(usage.get("candidatesTokenCount")) + _int(usage.get("thoughtsTokenCount")),
+        output_tokens=_int(usage.get("candidatesTokenCount"))
+        + _int(usage.get("thoughtsTokenCount")),
         cache_read_tokens=_int(usage.get("cachedContentTokenCount")),
     )

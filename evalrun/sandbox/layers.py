@@ -31,7 +31,9 @@ def layer_tag(base_id: str, folders: Sequence[Path]) -> str:
     for folder in folders:
         digest.update(f"folder {folder}\n".encode())
         marker = folder / MARKER
-        digest.update(marker.read_bytes() if marker.is_file() else str(folder.stat().st_mtime_ns).encode())
+        digest.update(
+            marker.read_bytes() if marker.is_file() else str(folder.stat().st_mtime_ns).encode()
+        )
     return f"{REPOSITORY}:{digest.hexdigest()[:16]}"
 
 

@@ -85,7 +85,7 @@ def test_pass_env_hands_named_host_variables_to_the_cli_and_nothing_else(
     suite = make_task().parent
     # Shell variables are written $VAR: `${...}` in a config value is Hydra interpolation.
     cmd = 'echo "key=$FAKE_AGENT_KEY other=[$UNRELATED_SECRET] mode=$AGENT_MODE"'
-    overrides = command(cmd, "agent.pass_env=[FAKE_AGENT_KEY]", "+agent.env.AGENT_MODE=fast")
+    overrides = command(cmd, "agent.pass_env=[FAKE_AGENT_KEY]", "agent.env.AGENT_MODE=fast")
     rec = run_eval(suite, tmp_path / "run", *overrides).only
     assert rec.agent.output.strip() == "key=k-123 other=[] mode=fast"
     assert "k-123" not in (tmp_path / "run" / "config.yaml").read_text()

@@ -67,7 +67,7 @@ class Aider(InstalledAgent):
                 converted.trajectory.append(
                     ToolCall(name="shell", args={"command": running["command"]})
                 )
-            if line.startswith(("#", ">")):
+            if line.startswith(("#### ", "> ", "# aider chat")) or line.rstrip() == ">":
                 if any(part.strip() for part in reply):
                     last = "\n".join(reply).strip()
                 reply = []

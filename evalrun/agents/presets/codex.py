@@ -6,7 +6,8 @@ Responses API, so it needs a provider with `api: openai` (`provider=openai`, the
 is given on the command line with the gateway's URL and `wire_api = "responses"`. Approvals and
 codex's own sandbox are off (`--dangerously-bypass-approvals-and-sandbox`): evalrun's sandbox is
 the sandbox. Its native log is the `--json` event stream: `item.completed` events for command
-executions, file changes and tool calls, and `agent_message`s, the last of which is the answer.
+executions, file changes and tool calls, and `agent_message`s, the last of which is the answer;
+`error` items are notices (e.g. no metadata for an unknown model), `turn.failed` is a failure.
 """
 
 from __future__ import annotations
@@ -51,6 +52,9 @@ class Codex(InstalledAgent):
         converted = Converted()
         for event in json_lines(native, converted.notes):
             item = event.get("item") if isinstance(event.get("item"), dict) else {}
+            if event.get("type") in ("turn.failed", "error"):  # fatal; `error` items are notices
+                error = event.get("error") if isinstance(event.get("error"), dict) else event
+                converted.notes.append(f"codex: {error.get('message')}")
             if event.get("type") != "item.completed":
                 continue
             kind = item.get("type")
@@ -68,14 +72,10 @@ class Codex(InstalledAgent):
                 )
             elif kind == "file_change":
                 changes = item.get("changes") if isinstance(item.get("changes"), list) else []
-                converted.trajectory.append(
-                    ToolCall(name="apply_patch", args={"changes": changes})
-                )
+                converted.trajectory.append(ToolCall(name="apply_patch", args={"changes": changes}))
             elif kind in ("mcp_tool_call", "web_search"):
                 args = {k: v for k, v in item.items() if k not in ("id", "type", "result")}
                 converted.trajectory.append(
                     ToolCall(name=str(kind), args=args, result=result_text(item.get("result")))
                 )
-            elif kind == "error":
-                converted.notes.append(f"codex: {item.get('message')}")
         return converted

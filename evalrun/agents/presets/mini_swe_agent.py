@@ -39,8 +39,7 @@ class MiniSweAgent(InstalledAgent):
     def version_command(self, launch: Launch) -> str:
         site = shlex.quote(f"{launch.root}/site")
         return (
-            f"PYTHONPATH={site} python3 -c "
-            "'import minisweagent; print(minisweagent.__version__)'"
+            f"PYTHONPATH={site} python3 -c 'import minisweagent; print(minisweagent.__version__)'"
         )
 
     def command(self, launch: Launch) -> str:

@@ -69,7 +69,11 @@ class Opencode(InstalledAgent):
                 state = part.get("state") if isinstance(part.get("state"), dict) else {}
                 timing = state.get("time") if isinstance(state.get("time"), dict) else {}
                 start, end = timing.get("start"), timing.get("end")
-                duration = (end - start) / 1000 if isinstance(start, int) and isinstance(end, int) else None
+                duration = (
+                    (end - start) / 1000
+                    if isinstance(start, int) and isinstance(end, int)
+                    else None
+                )
                 failed = state.get("status") == "error"
                 converted.trajectory.append(
                     ToolCall(

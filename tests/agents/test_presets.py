@@ -1,0 +1,234 @@
+"""The agent CLI presets end to end: real CLIs, real sandboxes, a stand-in model behind the gateway.
+
+Each agent is the real, pinned CLI from the host cache (installed on first use, as a user's run
+would); its model is a local stand-in of the API it speaks (tests/api_standins.py), reached only
+through evalrun's gateway over the sample's unix socket, with the sandbox at `network: none`. The
+stand-in's scripted turns make the agent grep its sandbox for the provider key, fix a bundled
+task with one shell command, then finish. No live provider is called by these tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from evalrun.agents.presets.aider import Aider
+from evalrun.agents.presets.claude_code import ClaudeCode
+from evalrun.agents.presets.gemini_cli import GeminiCli
+from evalrun.agents.presets.opencode import Opencode
+from evalrun.engine import Limits, attempt_sample
+from evalrun.errors import UsageError
+from evalrun.pricing import litellm_price
+from evalrun.providers import Provider
+from evalrun.sandbox.local import LocalBackend
+from evalrun.tasks import load_task
+from tests.agents.conftest import FIXTURES, run_eval
+from tests.api_standins import ApiStandin, Turn, say, tool
+from tests.conftest import REPO
+from tests.sandbox.conftest import backend_params, build_backend
+
+TYPO = "003-error-message-typo"
+FIX = "sed -i s/Invlaid/Invalid/g settings.py"
+SECRET = "sk-evalrun-test-0f9d8c7b6a5e4d3c"
+KEY_VAR = "EVALRUN_TEST_PROVIDER_KEY"
+# Looks for the key everywhere the agent can write or read config, and in every process's
+# environment; the key is spelt in two halves so this command line never contains it whole.
+PROBE = (
+    'k="sk-evalrun-test-""0f9d8c7b6a5e4d3c"; '
+    'if env | grep -q "$k" || cat /proc/[0-9]*/environ 2>/dev/null | grep -aq "$k" || '
+    "grep -rlsa --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev --exclude-dir=usr "
+    '"$k" / >/dev/null 2>&1; then echo key-found; else echo key-absent; fi'
+)
+
+# agent -> (tool turns for the probe and the fix, last turn, model, base-url suffix)
+SCRIPTS = {
+    "claude_code": (
+        [tool("Bash", command=PROBE, description="probe"), tool("Bash", command=FIX)],
+        say("Fixed the typo."),
+        "claude-sonnet-4-5",
+        "",
+    ),
+    "codex": (
+        [tool("exec_command", cmd=PROBE), tool("exec_command", cmd=FIX)],
+        say("Fixed the typo."),
+        "gpt-4o-mini",
+        "/v1",
+    ),
+    "mini_swe_agent": (
+        [tool("bash", command=PROBE), tool("bash", command=FIX)],
+        tool("bash", command="echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"),
+        "gpt-4o-mini",
+        "/v1",
+    ),
+}
+
+
+def overrides(agent: str, backend: str, url: str, model: str, *extra: str) -> list[str]:
+    return [
+        f"agent={agent}",
+        f"sandbox={backend}",
+        f"provider.base_url={url}",
+        f"provider.model={model}",
+        f"provider.api_key_env={KEY_VAR}",
+        *extra,
+    ]
+
+
+def run_dir_text(run_dir: Path) -> str:
+    return "\n".join(p.read_text(errors="replace") for p in run_dir.rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("backend", backend_params(["docker", "bwrap"]))
+@pytest.mark.parametrize("agent", list(SCRIPTS))
+def test_agent_fixes_a_task_through_the_gateway_with_no_key_inside(
+    agent, backend, request, real_suite, tmp_path, monkeypatch
+):
+    build_backend(backend, request)  # skip here, or fail in CI, when the engine is missing
+    monkeypatch.setenv(KEY_VAR, SECRET)
+    steps, last, model, suffix = SCRIPTS[agent]
+    with ApiStandin([*steps, last], model=model) as server:
+        done = run_eval(
+            real_suite(TYPO),
+            tmp_path / "run",
+            *overrides(agent, backend, server.url + suffix, model),
+        )
+    rec = done.only
+    assert rec.outcome == "pass", (rec.reason, rec.agent.error)
+    trajectory = rec.agent.trajectory
+    assert len(trajectory) >= 2
+    assert "key-absent" in trajectory[0].result, trajectory[0]
+    assert "Invlaid" in str(trajectory[1].args)
+    totals = server.totals()
+    usage = rec.agent.usage
+    assert (usage.requests, usage.input_tokens, usage.output_tokens) == (
+        totals["requests"],
+        totals["input_tokens"],
+        totals["output_tokens"],
+    )
+    price = litellm_price(model)
+    assert price is not None
+    assert usage.cost_usd == pytest.approx(
+        price.cost(totals["input_tokens"], totals["output_tokens"])
+    )
+    assert usage.cost_source == "metered by evalrun's gateway"
+    assert all(
+        r.headers.get("x-api-key", r.headers.get("authorization", "")).endswith(SECRET)
+        for r in server.requests
+        if r.method == "POST"
+    )
+    assert SECRET not in run_dir_text(done.run_dir)
+
+
+def test_a_run_at_its_usd_cap_starts_no_new_sample_and_says_so(real_suite, tmp_path, monkeypatch):
+    monkeypatch.setenv(KEY_VAR, SECRET)
+    suite = real_suite(TYPO, "001-fizzbuzz-off-by-one")
+    script = [Turn(calls=[("Bash", {"command": FIX})], input_tokens=400_000), say("done")]
+    with ApiStandin(script * 2, model="claude-sonnet-4-5") as server:
+        done = run_eval(
+            suite,
+            tmp_path / "run",
+            *overrides("claude_code", "local", server.url, "claude-sonnet-4-5"),
+            "budget.run_usd=0.5",
+        )
+    assert done.exit_code == 3
+    assert "run stopped: budget.run_usd" in done.console
+    rec = done.only  # the second task never started
+    assert rec.outcome == "error" and rec.reason.startswith("run budget reached"), rec.reason
+    assert rec.attempts == 1
+    assert len(server.completed) == 1
+
+
+def _provider(url: str) -> Provider:
+    return Provider("anthropic", "claude-sonnet-4-5", url, api="anthropic", api_key_env=KEY_VAR)
+
+
+def test_a_missing_cli_stops_preflight_and_is_an_error_on_a_sample(monkeypatch):
+    monkeypatch.setenv(KEY_VAR, SECRET)
+    backend = LocalBackend()
+    with ApiStandin([say("never")]) as server:
+        agent = ClaudeCode("2.1.332", _provider(server.url))
+        missing = lambda root: f"{root}/not-here/claude"  # noqa: E731
+        monkeypatch.setattr(agent, "cli", missing)
+        with pytest.raises(UsageError, match="agent CLI missing"), agent.prepared(backend):
+            pass
+        monkeypatch.undo()
+        monkeypatch.setenv(KEY_VAR, SECRET)
+        task = load_task(REPO / "tasks" / TYPO)
+        with agent.prepared(backend):
+            monkeypatch.setattr(agent, "cli", missing)
+            rec = asyncio.run(attempt_sample(task, 0, agent, backend, Limits(), run_id="cli"))
+    assert rec.outcome == "error"
+    assert rec.reason.startswith("agent CLI missing"), rec.reason
+    assert "evalrun agents install claude_code" in rec.reason
+
+
+def test_a_provider_rate_limit_outliving_retries_is_an_error_named_so(monkeypatch):
+    monkeypatch.setenv(KEY_VAR, SECRET)
+    backend = LocalBackend()
+    with ApiStandin([Turn(status=429, text="rate limited", forever=True)]) as server:
+        agent = ClaudeCode("2.1.332", _provider(server.url), env={"CLAUDE_CODE_MAX_RETRIES": "0"})
+        task = load_task(REPO / "tasks" / TYPO)
+        with agent.prepared(backend):
+            rec = asyncio.run(attempt_sample(task, 0, agent, backend, Limits(), run_id="429"))
+    assert rec.outcome == "error"
+    assert "rate limit (HTTP 429)" in rec.reason, rec.reason
+
+
+@pytest.mark.parametrize(
+    ("preset", "provider"),
+    [
+        (GeminiCli, Provider("google", "gemini-2.5-flash", "{url}", api="gemini-native")),
+        (Opencode, Provider("openai", "gpt-4o-mini", "{url}/v1", api="openai")),
+        (Aider, Provider("openai", "gpt-4o-mini", "{url}/v1", api="openai")),
+    ],
+    ids=["gemini_cli", "opencode", "aider"],
+)
+@pytest.mark.parametrize("backend", backend_params(["bwrap"]))
+def test_the_other_presets_install_and_answer_at_their_pinned_version(
+    preset, provider, backend, request
+):
+    """Installed from the registry (or the cache), then proven inside a sandbox: the CLI answers
+    --version with the pinned version and the gateway answers through the forwarder."""
+    build_backend(backend, request)  # skip here, or fail in CI, without bubblewrap
+    from evalrun.sandbox.bwrap import BwrapBackend
+
+    sandbox = BwrapBackend(memory_mb=None)  # node reserves more address space than the test cap
+    versions = {"gemini_cli": "0.61.0", "opencode": "1.18.33", "aider": "0.86.2"}
+    with ApiStandin([]) as server:
+        provider.base_url = provider.base_url.format(url=server.url)
+        agent = preset(versions[preset.name], provider)
+        with agent.prepared(sandbox):
+            assert agent._install is not None and agent._install.ready
+
+
+NATIVE = FIXTURES / "native"
+
+
+def test_gemini_cli_log_converts_to_the_common_trajectory():
+    converted = GeminiCli("0", _provider("x")).convert((NATIVE / "gemini_cli.jsonl").read_text())
+    assert [(s.name, s.args["command"]) for s in converted.trajectory] == [
+        ("run_shell_command", "echo fixed > out5.txt")
+    ]
+    assert converted.trajectory[0].error is None
+    assert converted.output == "Done." and not converted.notes
+
+
+def test_opencode_log_converts_to_the_common_trajectory():
+    converted = Opencode("0", _provider("x")).convert((NATIVE / "opencode.jsonl").read_text())
+    [step] = converted.trajectory
+    assert (step.name, step.args["command"], step.result) == (
+        "bash",
+        "echo fixed > out4.txt",
+        "(no output)",
+    )
+    assert step.duration_s == pytest.approx(0.096)
+    assert converted.output == "Done."
+
+
+def test_aider_chat_history_converts_to_the_common_trajectory():
+    converted = Aider("0", _provider("x")).convert((NATIVE / "aider.md").read_text())
+    assert [(s.name, s.args) for s in converted.trajectory] == [("edit", {"path": "settings.py"})]
+    assert converted.output.startswith("I will fix the typo.")
+    assert 'print("Invalid")' in converted.output
