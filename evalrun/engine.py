@@ -149,6 +149,8 @@ async def attempt_sample(
                 scores=dict(verdict.scores),
             )
     except HarnessError as exc:  # the agent's CLI, the model gateway or provider: not the agent
+        if isinstance(exc.result, AgentResult):
+            fields["agent"] = exc.result
         return record(Outcome.error, reason=str(exc))
     except (SandboxError, OSError) as exc:
         return record(Outcome.error, reason=f"sandbox failed: {exc}")

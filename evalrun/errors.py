@@ -39,7 +39,12 @@ class SandboxUnavailable(UsageError):
 class HarnessError(Exception):
     """Something the agent cannot cause stopped its sample: the agent CLI missing from the
     sandbox, the model gateway failing, the provider rate-limiting or refusing the key past the
-    agent's retries. Raised by an agent's `run`; the sample is an `error` with this message."""
+    agent's retries. Raised by an agent's `run`; the sample is an `error` with this message,
+    and `result` (what the agent did and spent before it was stopped), when given, is kept."""
+
+    def __init__(self, message: str, result: object = None):
+        super().__init__(message)
+        self.result = result
 
 
 class RunBudgetReached(HarnessError):

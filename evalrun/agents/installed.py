@@ -235,9 +235,13 @@ class InstalledAgent:
             self._gateway.close(session)
         said = f"{result.stdout}\n{result.stderr}".strip()
         if result.exit_code == MISSING_CLI or not result.ok:
+            hint = ""
+            if "Out of memory" in said and backend.name == "bwrap":
+                hint = " (node reserves more address space than sandbox.memory_mb allows: "
+                hint += "run with sandbox.memory_mb=null)"
             raise UsageError(
                 f"agent={self.name}: preflight in a sandbox={backend.name} sandbox failed "
-                f"(exit {result.exit_code}): {tail_text(said, 600)}"
+                f"(exit {result.exit_code}): {tail_text(said, 600)}{hint}"
             )
         if self.version not in result.stdout or "evalrun-gateway ok" not in result.stdout:
             raise UsageError(
@@ -255,7 +259,6 @@ class InstalledAgent:
             head, launch = await self._start(sandbox, session, task.spec.prompt)
             command = f"{head} {shlex.quote(self.command(launch))}"
             result = await sandbox.exec(command, env=self._env(), timeout_s=self.timeout_s)
-            _raise_harness_failure(self.name, result.exit_code, result.stderr, session.account)
             native = await _read_optional(sandbox, launch.native_file) or ""
         except asyncio.CancelledError:
             if live is not None:
@@ -272,26 +275,33 @@ class InstalledAgent:
             problems.append(f"{self.name} exited {result.exit_code}: {detail}".rstrip(": "))
         if session.account.refused:
             problems.append(session.account.refused)
-        return AgentResult(
+        done = AgentResult(
             output=converted.output,
             trajectory=converted.trajectory,
             usage=session.account.usage(),
             error="; ".join(problems) or None,
         )
+        _raise_harness_failure(self.name, result.exit_code, result.stderr, session.account, done)
+        return done
 
 
-def _raise_harness_failure(name: str, exit_code: int | None, stderr: str, account: Account) -> None:
-    """Failures the agent cannot cause end the sample as a harness `error`, named."""
+def _raise_harness_failure(
+    name: str, exit_code: int | None, stderr: str, account: Account, done: AgentResult
+) -> None:
+    """Failures the agent cannot cause end the sample as a harness `error`, named; what the
+    agent did and spent until then (`done`) stays on the sample."""
     if exit_code == MISSING_CLI and "agent CLI missing" in stderr:
         raise HarnessError(
-            f"agent CLI missing: {stderr.strip()[-300:]} (evalrun agents install {name})"
+            f"agent CLI missing: {stderr.strip()[-300:]} (evalrun agents install {name})", done
         )
     if exit_code == NO_FORWARDER and "evalrun:" in stderr:
-        raise HarnessError(f"model gateway unreachable in the sandbox: {stderr.strip()[-300:]}")
+        raise HarnessError(
+            f"model gateway unreachable in the sandbox: {stderr.strip()[-300:]}", done
+        )
     if account.run_cap_hit:
-        raise RunBudgetReached(f"run budget reached: {account.refused}")
+        raise RunBudgetReached(f"run budget reached: {account.refused}", done)
     if account.gateway_failures and not account.upstream_successes:
-        raise HarnessError(f"model gateway failed: {account.gateway_failures[-1]}")
+        raise HarnessError(f"model gateway failed: {account.gateway_failures[-1]}", done)
     if account.upstream_failures and account.last_failed:
         status, message = account.upstream_failures[-1]
         if status == 429:
@@ -302,4 +312,4 @@ def _raise_harness_failure(name: str, exit_code: int | None, stderr: str, accoun
             kind = f"provider server error (HTTP {status}) outlived the agent's retries"
         else:
             return
-        raise HarnessError(f"{kind}: {message}".rstrip(": "))
+        raise HarnessError(f"{kind}: {message}".rstrip(": "), done)

@@ -232,3 +232,25 @@ def test_aider_chat_history_converts_to_the_common_trajectory():
     assert [(s.name, s.args) for s in converted.trajectory] == [("edit", {"path": "settings.py"})]
     assert converted.output.startswith("I will fix the typo.")
     assert 'print("Invalid")' in converted.output
+
+
+def test_agents_list_names_every_preset_and_install_refuses_an_unknown_one():
+    from tests.agents.conftest import evalrun_cli
+
+    listed = evalrun_cli("agents", "list")
+    assert listed.returncode == 0, listed.stderr
+    for name in ("claude_code", "codex", "gemini_cli", "opencode", "mini_swe_agent", "aider"):
+        assert name in listed.stdout
+    refused = evalrun_cli("agents", "install", "claude_kode")
+    assert refused.returncode == 2
+    assert "'claude_kode' is not an agent preset" in refused.stderr
+
+
+def test_a_preset_refuses_a_provider_that_speaks_another_api(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    agent = ClaudeCode(
+        "2.1.332",
+        Provider("openai", "gpt-4o", "https://x/v1", api="openai", api_key_env="OPENAI_API_KEY"),
+    )
+    with pytest.raises(UsageError, match="agent=claude_code speaks anthropic"):
+        agent.preflight()
