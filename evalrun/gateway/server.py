@@ -176,6 +176,7 @@ class Gateway:
         self._client = aiohttp.ClientSession(
             timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT_S, sock_connect=30),
             auto_decompress=False,
+            trust_env=True,  # HTTPS_PROXY / NO_PROXY on the host apply, as for any client
         )
 
     async def _stop_client(self) -> None:
@@ -200,7 +201,7 @@ class Gateway:
 
     def _target(self, request: Any) -> str:
         query = [(k, v) for k, v in parse_qsl(request.query_string) if k != "key"]
-        url = self.upstream.base_url.rstrip("/") + request.path
+        url = self.upstream.base_url.rstrip("/") + request.rel_url.raw_path
         return url + (f"?{urlencode(query)}" if query else "")
 
     async def _forward(self, account: Account, request: Any) -> Any:
