@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalrun.agents.base import RunScope
-from evalrun.errors import SandboxError
+from evalrun.errors import HarnessError, SandboxError
 from evalrun.records import AgentResult, ToolCall
 from evalrun.sandbox.base import Sandbox, SandboxBackend
 from evalrun.tasks import Task
@@ -136,7 +136,7 @@ class RecordingAgent:
         before = await snapshot(sandbox)
         try:
             result = await self.inner.run(task, sandbox)
-        except SandboxError:
+        except (SandboxError, HarnessError):  # not the agent's doing: the sample is an error
             raise
         except Exception as exc:  # as the engine would record it; the probe is still graded
             result = AgentResult(error=f"{type(exc).__name__}: {exc}")
