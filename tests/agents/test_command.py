@@ -130,3 +130,17 @@ def test_a_bad_usage_file_leaves_cost_unknown_and_says_so():
     usage, problems = read_usage('{"input_tokens": 10}')
     assert usage.cost_usd is None and not problems
     assert usage.cost_source.startswith("unknown:")
+
+
+def test_agent_env_needs_no_plus_on_the_command_line(make_task, tmp_path):
+    suite = make_task().parent
+    proc = evalrun_cli(
+        f"tasks_dir={suite}",
+        f"run_dir={tmp_path / 'run'}",
+        *command('echo "mode=$AGENT_MODE"'),
+        "agent.env.AGENT_MODE=fast",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Key 'AGENT_MODE' is not in struct" not in proc.stderr
+    record = next((tmp_path / "run").glob("samples.jsonl")).read_text()
+    assert "mode=fast" in record
