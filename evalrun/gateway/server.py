@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode
 
-from evalrun.errors import UsageError
+from evalrun.extras import require
 from evalrun.gateway.ledger import Account, Ledger
 from evalrun.gateway.meter import CHAT, MESSAGES, SSEParser, api_of, meter, model_in_path
 
@@ -123,12 +123,7 @@ class Gateway:
 
     # --- lifecycle (called from the harness's thread) -----------------------------------------
     def __enter__(self) -> Gateway:
-        try:
-            import aiohttp  # noqa: F401
-        except ImportError as exc:
-            raise UsageError(
-                "the model gateway needs aiohttp: pip install 'evalrun[agents]'"
-            ) from exc
+        require("aiohttp", "agents", "evalrun's model gateway (agent presets)")
         self.folder = Path(tempfile.mkdtemp(prefix="evalrun-gateway-"))
         self.folder.chmod(0o711)
         self._loop = asyncio.new_event_loop()
