@@ -25,6 +25,7 @@ lock file, so concurrent runs install once.
 from __future__ import annotations
 
 import fcntl
+import importlib.util
 import json
 import os
 import platform
@@ -161,7 +162,7 @@ def _fill(package: Package, dest: Path, what: str) -> list[str]:
     if package.kind == "pypi":
         machine = platform.machine().lower()
         platforms = [arg for p in WHEEL_PLATFORMS for arg in ("--platform", p.format(m=machine))]
-        argv = [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+        argv = [*_pip(what), "install", "-q", "--disable-pip-version-check"]
         argv += ["--no-compile", "--target", str(dest / "site"), "--only-binary=:all:"]
         argv += ["--implementation", "cp", "--python-version", PYTHON_TAG, *platforms]
         _run([*argv, package.spec], what)
@@ -179,6 +180,16 @@ def _readable(folder: Path) -> None:
 
 def _node(version: str) -> Package:
     return Package("npm-binary", "node-linux-{arch}", version)
+
+
+def _pip(what: str) -> list[str]:
+    """This interpreter's pip, else the pip3 on PATH (a uv-made venv has no pip of its own)."""
+    if importlib.util.find_spec("pip") is not None:
+        return [sys.executable, "-m", "pip"]
+    found = shutil.which("pip3") or shutil.which("pip")
+    if found is None:
+        raise UsageError(f"installing {what} needs pip (python3 -m pip or pip3 on PATH)")
+    return [found]
 
 
 def _size(folder: Path) -> int:
