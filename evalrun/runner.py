@@ -239,6 +239,14 @@ def _execute_and_report(
             soft_wrap=True,
         )
         return EXIT_INTERRUPTED
+    stopped = scope.stop_reason()
+    if stopped:
+        console.print(
+            styled("[yellow]run stopped: {}.[/]", stopped),
+            f"{summary.samples} of {len(plan.cells)} samples ran; raise budget.run_usd and "
+            f"resume: {resume_command(plan.run_dir)}",
+        )
+        return EXIT_BUDGET
     verdict = print_verdict(plan.profile, summary, console)
     if summary.errors > plan.max_errors:
         console.print(

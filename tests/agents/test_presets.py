@@ -132,7 +132,7 @@ def test_a_run_at_its_usd_cap_starts_no_new_sample_and_says_so(real_suite, tmp_p
             *overrides("claude_code", "local", server.url, "claude-sonnet-4-5"),
             "budget.run_usd=0.5",
         )
-    assert done.exit_code == 3
+    assert done.exit_code == 6
     assert "run stopped: budget.run_usd" in done.console
     rec = done.only  # the second task never started
     assert rec.outcome == "error" and rec.reason.startswith("run budget reached"), rec.reason
