@@ -42,7 +42,7 @@ from evalrun.store import (
 )
 
 EXIT_ERRORS = 3  # more samples ended in a harness error than `max_errors` allows
-EXIT_BUDGET = 6  # the run reached budget.run_usd before every sample ran (5: gate refused a partial run)
+EXIT_BUDGET = 6  # the run reached budget.run_usd before every sample ran (5 is gate's)
 
 
 def print_plan(plan: RunPlan, console: Console) -> None:
@@ -98,8 +98,8 @@ def run(cfg: DictConfig, console: Console | None = None, overrides: list[str] | 
     (`EXIT_ERRORS`) when more samples than `max_errors` ended in a harness error; 4 when the run
     finished but task folders of the suite could not be loaded (they were skipped); 6
     (`EXIT_BUDGET`) when the run reached `budget.run_usd` and started no further sample; 130
-    when interrupted (the run is partial). `overrides` are the command-line overrides, kept (redacted)
-    so a resume can replay them. The run directory is locked for the whole run: a second writer
+    when interrupted (the run is partial). `overrides` are the command-line overrides, kept
+    (redacted) so a resume can replay them. The run directory is locked for the whole run: a second writer
     is refused.
 
     Outside the samples' execution (preflight, reports) a Ctrl-C exits at once, quietly; during
