@@ -99,8 +99,8 @@ def run(cfg: DictConfig, console: Console | None = None, overrides: list[str] | 
     finished but task folders of the suite could not be loaded (they were skipped); 6
     (`EXIT_BUDGET`) when the run reached `budget.run_usd` and started no further sample; 130
     when interrupted (the run is partial). `overrides` are the command-line overrides, kept
-    (redacted) so a resume can replay them. The run directory is locked for the whole run: a second writer
-    is refused.
+    (redacted) so a resume can replay them. The run directory is locked for the whole run: a
+    second writer is refused.
 
     Outside the samples' execution (preflight, reports) a Ctrl-C exits at once, quietly; during
     it the first one cancels the samples in flight and the second exits at once (`execute`)."""
