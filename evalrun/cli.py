@@ -13,6 +13,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from evalrun.arguments import CommandParser
 from evalrun.config import CONF_DIR, register_configs
 from evalrun.console import make_console, styled
 from evalrun.errors import UsageError
@@ -72,9 +73,20 @@ def cmd_check(args: list[str]) -> int:
     from evalrun.check import check_tasks, report
     from evalrun.plan import EXIT_UNLOADABLE, build
 
-    if "--strict" in args:
-        args = [a for a in args if a != "--strict"] + ["strict_formats=true"]
-    plan = build(compose_config(args))
+    parser = CommandParser(
+        "check",
+        "Prove every oracle honest: gold must pass; untouched and wrong/* must fail "
+        "(suite=probes: the probes' scripted good and bad runs).",
+        overrides=True,
+    )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="refuse keys a foreign format's runner would ignore (= strict_formats=true)",
+    )
+    options = parser.parse(args)
+    overrides = [*options.overrides, *(["strict_formats=true"] if options.strict else [])]
+    plan = build(compose_config(overrides))
     plan.backend.preflight()
     console = _console()
     if plan.suite == "probes":  # scripted good/bad runs instead of gold/untouched/wrong
@@ -155,11 +167,9 @@ def cmd_image(args: list[str]) -> int:
     Runs the bundled build-base-image.sh (debootstrap from the apt mirror this machine uses, then
     `docker import`); `evalrun setup docker` also starts an engine first.
     """
-    from evalrun.install import run_script
+    from evalrun.install import image_command
 
-    if args[:1] != ["build"]:
-        raise UsageError("usage: evalrun image build [--force] [IMAGE]")
-    return run_script("build-base-image.sh", args[1:])
+    return image_command(args)
 
 
 def cmd_setup(args: list[str]) -> int:
@@ -187,7 +197,13 @@ def cmd_info(args: list[str]) -> int:
     """evalrun info [overrides]: install, project, search path, where every option comes from."""
     from evalrun.project import render_info
 
-    render_info(compose_config(args, return_hydra_config=True), locate_config(), _console())
+    parser = CommandParser(
+        "info",
+        "Install, project, search path, and where every config option comes from.",
+        overrides=True,
+    )
+    overrides = parser.parse(args).overrides
+    render_info(compose_config(overrides, return_hydra_config=True), locate_config(), _console())
     return 0
 
 

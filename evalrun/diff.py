@@ -40,6 +40,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from evalrun.arguments import CommandParser
 from evalrun.configdiff import NOT_RESULT_RELEVANT, diff
 from evalrun.console import make_console, styled
 from evalrun.errors import UsageError
@@ -330,27 +331,14 @@ def _key(key: str, quiet: set[str]) -> Text:
 
 def diff_command(args: list[str], console: Console) -> int:
     """`evalrun diff <run-a> <run-b> [--json] [--html <path>]`; exit 0 (a diff is not a gate)."""
-    usage = "usage: evalrun diff <run-a> <run-b> [--json] [--html PATH]"
-    as_json, html, runs = False, None, []
-    rest = list(args)
-    while rest:
-        arg = rest.pop(0)
-        if arg in ("-h", "--help"):
-            console.print(usage, highlight=False)
-            return 0
-        if arg == "--json":
-            as_json = True
-        elif arg == "--html":
-            if not rest:
-                raise UsageError(f"--html needs a path ({usage})")
-            html = rest.pop(0)
-        elif arg.startswith("-"):
-            raise UsageError(f"unknown option {arg!r} ({usage})")
-        else:
-            runs.append(arg)
-    if len(runs) != 2:
-        raise UsageError(f"expected two run directories, got {len(runs)} ({usage})")
-    result = diff_runs(*runs)
+    parser = CommandParser("diff", "Config, task-set and metric differences of two runs.")
+    parser.add_argument("run_a", metavar="<run-a>", help="the run before the change")
+    parser.add_argument("run_b", metavar="<run-b>", help="the run after it")
+    parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    parser.add_argument("--html", metavar="PATH", help="also write the comparison as a page")
+    options = parser.parse(args)
+    as_json, html = options.json, options.html
+    result = diff_runs(options.run_a, options.run_b)
     if as_json:
         print(json.dumps(result, indent=2, default=str))
         for line in partial_warnings(result):  # on stderr, so the JSON stays parseable

@@ -49,6 +49,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from evalrun.arguments import CommandParser
 from evalrun.console import styled
 from evalrun.errors import UsageError
 from evalrun.metrics import GroupStats, Summary, TaskStats, paired_change
@@ -461,9 +462,6 @@ def print_verdict(profile: ThresholdProfile, summary: Summary, console) -> int:
     return 1 if breaches else 0
 
 
-GATE_USAGE = "usage: evalrun gate <run-dir> profile=<name> [baseline=<run-dir>] [--allow-partial]"
-
-
 def _profile_names() -> list[str]:
     """The profiles one could pass: evalrun's packaged ones and, in a project, its own."""
     from evalrun.bundled import CONF_DIR
@@ -482,16 +480,22 @@ def gate_command(args: list[str], compose, console) -> int:
     threshold is a usage error (exit 2: nothing would be checked); a partial run is refused
     with `EXIT_PARTIAL` unless `--allow-partial`.
     """
-    options = [a for a in args if a.startswith("-")]
-    for option in options:
-        if option != "--allow-partial":
-            raise UsageError(f"unknown option {option!r} ({GATE_USAGE})")
-    rest = [a for a in args if not a.startswith("-")]
-    run_dirs = [a for a in rest if "=" not in a]
-    if len(run_dirs) != 1:
-        raise UsageError(f"{GATE_USAGE} (expected one run directory, got {len(run_dirs)})")
-    cfg = compose([a for a in rest if "=" in a])
-    run_dir = Path(run_dirs[0]).expanduser()
+    parser = CommandParser(
+        "gate",
+        "Gate a run that has ended on a threshold profile (exit 1 when one is broken).",
+        overrides=True,
+        epilog="overrides: profile=<name> (conf/profile/), baseline=<run-dir> (for max_drop), "
+        "+profile.floors.pass@1=0.8, ...",
+    )
+    parser.add_argument("run_dir", metavar="<run-dir>", type=Path, help="the run to gate")
+    parser.add_argument(
+        "--allow-partial",
+        action="store_true",
+        help="gate the recorded cells of a partial run (else: exit 5)",
+    )
+    options = parser.parse(args)
+    cfg = compose(options.overrides)
+    run_dir = options.run_dir.expanduser()
     profile = build_profile(cfg.profile, cfg.baseline)
     if not profile.metric_names():
         raise UsageError(
@@ -502,7 +506,7 @@ def gate_command(args: list[str], compose, console) -> int:
     summary = read_summary(run_dir, "gate")
     state = summary.state
     if state is not None and not state.complete:
-        if "--allow-partial" not in options:
+        if not options.allow_partial:
             console.print(
                 styled("[red]refusing to gate a partial run:[/]"),
                 f"{run_dir} is {state.describe()}. Finish it with: evalrun resume={run_dir}  "

@@ -9,6 +9,7 @@ set up `sandbox=docker` without a checkout.
 
 from __future__ import annotations
 
+import argparse
 import platform
 import re
 import subprocess
@@ -16,6 +17,7 @@ from importlib import metadata
 
 from rich.console import Console
 
+from evalrun.arguments import CommandParser
 from evalrun.bundled import SCRIPTS_DIR
 from evalrun.errors import UsageError
 from evalrun.provenance import git_state, install_info, package_versions, source_tree
@@ -75,16 +77,37 @@ def run_script(name: str, args: list[str]) -> int:
     return subprocess.call(["bash", str(script), *args])
 
 
+def _script_parser(command: str, what: str, description: str) -> CommandParser:
+    parser = CommandParser(command, description)
+    parser.add_argument("what", choices=[what], help=what)
+    parser.add_argument("--force", action="store_true", help="rebuild the image even if it exists")
+    parser.add_argument("image", nargs="?", help="the image name (default: evalrun-base:bookworm)")
+    return parser
+
+
+def _image_args(options: argparse.Namespace) -> list[str]:
+    return [*(["--force"] if options.force else []), *([options.image] if options.image else [])]
+
+
+def image_command(args: list[str]) -> int:
+    """`evalrun image build [--force] [IMAGE]`: build sandbox=docker's base image offline (the
+    bundled build-base-image.sh: debootstrap from this machine's apt mirror, `docker import`)."""
+    parser = _script_parser("image", "build", "Build sandbox=docker's base image offline.")
+    return run_script("build-base-image.sh", _image_args(parser.parse(args)))
+
+
 def setup_command(args: list[str], console: Console) -> int:
     """`evalrun setup docker [--force] [IMAGE]`: install and start a local Docker engine if none
     answers (docker.io from apt; needs root or sudo), then build the offline base image."""
-    if args[:1] != ["docker"]:
-        raise UsageError(
-            "usage: evalrun setup docker [--force] [IMAGE]   "
-            "(sandbox=bwrap needs only: apt-get install -y bubblewrap)"
-        )
+    parser = _script_parser(
+        "setup",
+        "docker",
+        "Start a Docker engine (installing docker.io if missing), then build the base image. "
+        "sandbox=bwrap needs only: apt-get install -y bubblewrap",
+    )
+    options = parser.parse(args)
     console.print("evalrun setup docker: engine, then the base image", highlight=False)
     status = run_script("docker-engine.sh", [])
     if status != 0:
         return status
-    return run_script("build-base-image.sh", args[1:])
+    return run_script("build-base-image.sh", _image_args(options))

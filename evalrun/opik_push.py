@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 from rich.console import Console
 
+from evalrun.arguments import CommandParser
 from evalrun.console import styled
 from evalrun.errors import TaskFormatError, UsageError
 from evalrun.metrics import Summary, summarize
@@ -226,19 +227,23 @@ def destination(tracker: Any) -> OpikDestination:
 
 def push_command(args: list[str], compose: Callable[[list[str]], Any], console: Console) -> int:
     """`evalrun push <run-dir> [tracker.<key>=...]`: exit 0 when everything reached Opik."""
-    paths = [a for a in args if "=" not in a]
-    if len(paths) != 1:
-        raise UsageError("usage: evalrun push <run-dir> [tracker.project=... tracker.host=...]")
-    overrides = [a for a in args if "=" in a]
-    dest = destination(compose(["tracker=opik", *overrides]).tracker)
-    run_dir = Path(paths[0]).expanduser()
+    parser = CommandParser(
+        "push",
+        "Send a finished (or interrupted) run to Opik; samples already there are skipped.",
+        overrides=True,
+        epilog="overrides: tracker.project=... tracker.host=... tracker.workspace=...",
+    )
+    parser.add_argument("run_dir", metavar="<run-dir>", help="the run to send")
+    options = parser.parse(args)
+    dest = destination(compose(["tracker=opik", *options.overrides]).tracker)
+    run_dir = Path(options.run_dir).expanduser()
     if not run_dir.is_dir():
         raise UsageError(f"{run_dir}: no such directory (expected a run directory)")
     with RunLock(run_dir, "push"):  # push writes opik.json: one writer at a time
         result = push(run_dir, dest)
     skipped = f", {result.skipped} already there" if result.skipped else ""
     console.print(
-        f"pushed {paths[0]} to Opik: experiment {result.experiment_name} "
+        f"pushed {options.run_dir} to Opik: experiment {result.experiment_name} "
         f"({result.experiment_id}) in project {result.project}, dataset {result.dataset}: "
         f"{result.sent} samples sent{skipped}",
         highlight=False,
@@ -257,6 +262,13 @@ def sync_command(args: list[str], compose: Callable[[list[str]], Any], console: 
     """
     from evalrun.plan import load_for_suite, refuse_unloadable, say_loading
 
+    parser = CommandParser(
+        "sync",
+        "Upsert the suite's Opik dataset (one item per task); both bundled suites by default.",
+        overrides=True,
+        epilog="overrides: suite=tasks|probes, tasks_dir=DIR, tracker.dataset=..., tracker.<key>=...",
+    )
+    args = parser.parse(args).overrides
     cfg = compose(["tracker=opik", *args])
     chosen = any(a.startswith(("suite=", "tasks_dir=", "tracker.dataset=")) for a in args)
     dest = destination(cfg.tracker)

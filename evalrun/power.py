@@ -18,13 +18,15 @@ prints the first of these lines (`precision_note`).
 
 from __future__ import annotations
 
+import argparse
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rich.console import Console
 from rich.table import Table
 
+from evalrun.arguments import CommandParser
 from evalrun.console import styled
-from evalrun.errors import UsageError
 from evalrun.metrics import Summary
 from evalrun.stats import (
     DEFAULT_CORRELATION,
@@ -36,10 +38,6 @@ from evalrun.stats import (
     tasks_to_detect,
 )
 
-USAGE = (
-    "usage: evalrun power [RUN_DIR | baseline=<run-dir>] [overrides] [--delta D] [--width W] "
-    "[--rate P] [--icc R] [--corr R] [--power P]"
-)
 TRIAL_OPTIONS = (1, 2, 3, 5, 10)
 ASSUMED_RATE = 0.5  # the widest case, when nothing says otherwise
 
@@ -101,39 +99,80 @@ def precision_note(variance: Variance, tasks: int, trials: int, target: float = 
     )
 
 
+def _fraction(low_open: bool) -> Callable[[str], float]:
+    """An argparse type: a number in [0, 1], or in (0, 1) when `low_open`."""
+
+    def parse(raw: str) -> float:
+        try:
+            value = float(raw)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {raw!r}") from None
+        if low_open and not 0 < value < 1:
+            raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {value:g}")
+        if not 0 <= value <= 1:
+            raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {value:g}")
+        return value
+
+    return parse
+
+
+def parser() -> CommandParser:
+    """`evalrun power`'s arguments (see the module docstring)."""
+    defaults = PowerOptions()
+    parser = CommandParser(
+        "power",
+        "How precise a run will be, and how many tasks x trials a comparison needs.",
+        overrides=True,
+        epilog="overrides choose the plan like a run's: tags=python trials=3 baseline=<run-dir>",
+    )
+    parser.add_argument(
+        "run_dir", metavar="RUN_DIR", nargs="?", help="a baseline run to measure the variance on"
+    )
+    between = _fraction(low_open=True)
+    parser.add_argument(
+        "--delta",
+        type=between,
+        default=defaults.delta,
+        help=f"the change to detect (default {defaults.delta:g})",
+    )
+    parser.add_argument(
+        "--width",
+        type=between,
+        default=defaults.width,
+        help=f"the ± half-width wanted (default {defaults.width:g})",
+    )
+    parser.add_argument(
+        "--rate",
+        type=_fraction(low_open=False),
+        help=f"assumed pass@1 without a baseline (default {ASSUMED_RATE:g})",
+    )
+    parser.add_argument(
+        "--icc",
+        type=_fraction(low_open=False),
+        help=f"assumed between-task share of the variance (default {DEFAULT_ICC:g})",
+    )
+    parser.add_argument(
+        "--corr",
+        type=_fraction(low_open=False),
+        default=defaults.corr,
+        help=f"correlation of the two agents' task rates (default {defaults.corr:g})",
+    )
+    parser.add_argument(
+        "--power",
+        type=between,
+        default=defaults.power,
+        help=f"the power of the comparison (default {defaults.power:g})",
+    )
+    return parser
+
+
 def parse_args(args: list[str]) -> tuple[PowerOptions, list[str], str | None]:
     """Options, Hydra overrides, and the positional baseline run directory (if any)."""
-    values: dict[str, float] = {}
-    overrides: list[str] = []
-    positional: list[str] = []
-    rest = list(args)
-    names = set(PowerOptions.__dataclass_fields__)
-    while rest:
-        arg = rest.pop(0)
-        if arg.startswith("--"):
-            name, _, inline = arg[2:].partition("=")
-            if name not in names:
-                raise UsageError(f"unknown option {arg!r} ({USAGE})")
-            raw = inline or (rest.pop(0) if rest else "")
-            try:
-                values[name] = float(raw)
-            except ValueError:
-                raise UsageError(f"--{name}: expected a number, got {raw!r}") from None
-        elif "=" in arg:
-            overrides.append(arg)
-        else:
-            positional.append(arg)
-    if len(positional) > 1:
-        raise UsageError(f"expected at most one baseline run directory ({USAGE})")
-    for name in ("delta", "width"):
-        if name in values and not 0 < values[name] < 1:
-            raise UsageError(f"--{name}: expected a number between 0 and 1, got {values[name]:g}")
-    for name in ("rate", "icc", "corr", "power"):
-        if name in values and not 0 <= values[name] <= 1:
-            raise UsageError(f"--{name}: expected a number from 0 to 1, got {values[name]:g}")
-    if "power" in values and not 0 < values["power"] < 1:
-        raise UsageError(f"--power: expected a number between 0 and 1, got {values['power']:g}")
-    return PowerOptions(**values), overrides, positional[0] if positional else None
+    ns = parser().parse(args)
+    options = PowerOptions(
+        delta=ns.delta, width=ns.width, rate=ns.rate, icc=ns.icc, corr=ns.corr, power=ns.power
+    )
+    return options, ns.overrides, ns.run_dir
 
 
 def report(
@@ -188,9 +227,6 @@ def power_command(args: list[str], compose, console: Console) -> int:
     """`evalrun power ...` (module docstring); `compose` is the CLI's `compose_config`."""
     from evalrun.plan import build
 
-    if any(a in ("-h", "--help") for a in args):
-        console.print(USAGE, highlight=False)
-        return 0
     options, overrides, run_dir = parse_args(args)
     if run_dir is not None:
         overrides = [o for o in overrides if not o.startswith("baseline=")]

@@ -147,7 +147,7 @@ def test_cli_json_and_errors(two_runs, tmp_path):
     missing = evalrun("diff", str(run_a), str(tmp_path / "nowhere"))
     assert missing.returncode == 2 and "config.yaml not found" in missing.stderr
     one = evalrun("diff", str(run_a))
-    assert one.returncode == 2 and "expected two run directories" in one.stderr
+    assert one.returncode == 2 and "required: <run-b>" in one.stderr
 
 
 def test_cli_writes_the_html_page(two_runs, tmp_path):

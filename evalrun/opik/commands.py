@@ -13,13 +13,15 @@ Overrides compose conf/online.yaml, like `evalrun`'s own overrides compose conf/
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from rich.console import Console
 
+from evalrun.arguments import CommandParser
 from evalrun.errors import UsageError
 
-USAGE = """usage:
+USAGE = """forms:
   evalrun online project=<opik-project> [judge=<option>] [since=2026-11-01] [limit=200]
                  [sample_rate=0.1] [budget_usd=2] [level=threads|traces] [profile=<name>]
   evalrun online resume=<run-dir> [budget_usd=...]
@@ -45,23 +47,33 @@ def expand_resume(args: list[str]) -> list[str]:
 
 
 def online_command(args: list[str], compose: Callable, console: Console) -> int:
-    if not args or args[0] in ("-h", "--help", "help"):
-        console.print(USAGE, highlight=False, markup=False)
-        return 0 if args else 2
-    if args[0] == "rule":
+    if args[:1] == ["rule"]:
         from evalrun.opik.rules import rule_command
 
-        return rule_command(args[1:], lambda o: compose(o, config_name="online"), console)
-    bad = [a for a in args if "=" not in a]
-    if bad:
-        raise UsageError(
-            f"online: unexpected argument {bad[0]!r} (expected key=value overrides; "
-            "see evalrun online --help)"
+        rules = CommandParser(
+            "online rule",
+            "Create or list a project's Opik online judge rules, made from the offline judges.",
+            overrides=True,
+            epilog=USAGE,
         )
+        rules.add_argument("action", choices=["create", "list"])
+        options = rules.parse(args[1:])
+        return rule_command(
+            options.action, options.overrides, partial(compose, config_name="online"), console
+        )
+    parser = CommandParser(
+        "online",
+        "Judge a live Opik project's conversations with the offline judges (conf/online.yaml).",
+        overrides=True,
+        epilog=USAGE,
+    )
+    overrides = parser.parse(args).overrides
+    if not overrides:
+        parser.error("expected project=<opik-project> or resume=<run-dir>")
     from evalrun.opik.online import run_online
     from evalrun.redact import redact_overrides
 
-    args = expand_resume(args)
+    args = expand_resume(overrides)
     cfg = compose(args, config_name="online")
     saved = redact_overrides([a for a in args if not a.startswith("run_dir=")])
     return run_online(cfg, console, overrides=saved)

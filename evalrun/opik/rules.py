@@ -232,11 +232,7 @@ def list_rules(cfg: Any, console: Console) -> int:
     return 0
 
 
-def rule_command(args: list[str], compose: Any, console: Console) -> int:
-    if not args or args[0] not in ("create", "list"):
-        raise UsageError(
-            "usage: evalrun online rule create project=<p> judge=<option> sample_rate=0.1, "
-            "or evalrun online rule list (optionally project=<p>)"
-        )
-    cfg = compose(args[1:])
-    return create_rules(cfg, console) if args[0] == "create" else list_rules(cfg, console)
+def rule_command(action: str, overrides: list[str], compose: Any, console: Console) -> int:
+    """`evalrun online rule create|list [overrides]` (`action`: create or list)."""
+    cfg = compose(overrides)
+    return create_rules(cfg, console) if action == "create" else list_rules(cfg, console)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
+from evalrun.arguments import CommandParser
 from evalrun.console import styled
 from evalrun.errors import UsageError
 
@@ -22,19 +23,26 @@ if TYPE_CHECKING:
 DEFAULT_RUNS_DIR = Path("runs")
 
 
-def _one_dir(args: list[str], usage: str) -> Path:
-    if len(args) != 1 or args[0].startswith("-"):
-        raise UsageError(f"usage: {usage}")
-    return Path(args[0]).expanduser()
+def _parser(command: str, description: str) -> CommandParser:
+    parser = CommandParser(command, description)
+    parser.add_argument("run_dir", metavar="<run-dir>", type=Path, help="a run directory")
+    return parser
 
 
 def ls(args: list[str], console: Console) -> int:
     """evalrun ls [runs_dir]: every run under runs_dir (default runs/), newest first."""
     from evalrun.report.listing import list_runs, runs_table
 
-    if len(args) > 1 or (args and args[0].startswith("-")):
-        raise UsageError("usage: evalrun ls [runs_dir]   (default: runs/)")
-    root = Path(args[0]).expanduser() if args else DEFAULT_RUNS_DIR
+    parser = CommandParser("ls", "The runs under a folder, newest first, with their state.")
+    parser.add_argument(
+        "root",
+        metavar="runs_dir",
+        nargs="?",
+        type=Path,
+        default=DEFAULT_RUNS_DIR,
+        help=f"a folder of runs (default: {DEFAULT_RUNS_DIR}/)",
+    )
+    root = parser.parse(args).root.expanduser()
     rows = list_runs(root)
     if not rows:
         console.print(f"no runs in {root}")
@@ -50,12 +58,12 @@ def show(args: list[str], console: Console) -> int:
     from evalrun.report.rundata import load_run
     from evalrun.report.terminal import render
 
-    usage = "evalrun show <run-dir> [task-id]"
-    if not 1 <= len(args) <= 2 or any(a.startswith("-") for a in args):
-        raise UsageError(f"usage: {usage}")
-    run = load_run(_one_dir(args[:1], usage))
-    if len(args) == 2:
-        return show_task(run, args[1], console)
+    parser = _parser("show", "A run's terminal report again (complete or partial), or one task's.")
+    parser.add_argument("task_id", metavar="<task-id>", nargs="?", help="show one task")
+    options = parser.parse(args)
+    run = load_run(options.run_dir.expanduser())
+    if options.task_id is not None:
+        return show_task(run, options.task_id, console)
     render(run.summary, run.run_dir, console)
     for task in run.skipped:
         console.print(
@@ -94,6 +102,10 @@ def report(args: list[str], console: Console) -> int:
     """evalrun report <run-dir | multirun-dir>: write report.html and junit.xml again."""
     from evalrun.report.files import rerender
 
-    for path in rerender(_one_dir(args, "evalrun report <run-dir | multirun-dir>")):  # locks
+    parser = CommandParser("report", "Write report.html and junit.xml of a run (or sweep) again.")
+    parser.add_argument(
+        "run_dir", metavar="<run-dir | multirun-dir>", type=Path, help="a run or a sweep"
+    )
+    for path in rerender(parser.parse(args).run_dir.expanduser()):  # takes the writer lock
         console.print(str(path), highlight=False, soft_wrap=True)
     return 0

@@ -10,7 +10,7 @@ from typing import Any
 
 from rich.console import Console
 
-from evalrun.errors import UsageError
+from evalrun.arguments import CommandParser
 from evalrun.scaffold import init_project, new_task
 
 TASK_PARTS = (
@@ -32,9 +32,16 @@ def _shown(path: Path) -> str:
 
 def init_command(args: list[str], console: Console) -> int:
     """`evalrun init [DIR]` (default: the current directory)."""
-    if len(args) > 1 or (args and args[0].startswith("-")):
-        raise UsageError("usage: evalrun init [DIR]   (default: the current directory)")
-    target = Path(args[0]).expanduser() if args else Path(".")
+    parser = CommandParser("init", "A starter project: a config extending evalrun's, a task.")
+    parser.add_argument(
+        "target",
+        metavar="DIR",
+        nargs="?",
+        type=Path,
+        default=Path("."),
+        help="where (default: the current directory)",
+    )
+    target = parser.parse(args).target.expanduser()
     written, kept = init_project(target)
     console.print(f"evalrun project in {target.resolve()!s}:", highlight=False)
     for path in written:
@@ -60,9 +67,15 @@ def new_task_command(args: list[str], compose: Callable[..., Any], console: Cons
     project's tasks/, or `tasks_dir=`), else ./tasks."""
     from evalrun.plan import resolve_tasks_dir
 
-    if not args or args[0].startswith("-") or "=" in args[0]:
-        raise UsageError("usage: evalrun new-task NAME [tasks_dir=DIR]")
-    name, overrides = args[0], args[1:]
+    parser = CommandParser(
+        "new-task",
+        "A task folder to fill in, in the suite's tasks_dir (a project's tasks/, else ./tasks).",
+        overrides=True,
+        epilog="overrides: tasks_dir=DIR (where the folder goes), ...",
+    )
+    parser.add_argument("name", metavar="NAME", help="the task id and folder name")
+    options = parser.parse(args)
+    name, overrides = options.name, options.overrides
     configured = compose(overrides).tasks_dir
     tasks_dir = resolve_tasks_dir(configured) if configured else Path("tasks").resolve()
     tasks_dir.mkdir(parents=True, exist_ok=True)

@@ -137,7 +137,7 @@ def test_show_and_report_refuse_a_folder_that_is_not_a_run(evalrun, tmp_path):
 def test_show_without_a_run_dir_says_how_to_call_it(evalrun):
     proc = evalrun("show")
     assert proc.returncode == 2
-    assert "usage: evalrun show <run-dir>" in proc.stderr
+    assert "usage: evalrun show" in proc.stderr and "<run-dir>" in proc.stderr
 
 
 def test_a_multirun_writes_a_sweep_report_beside_its_jobs(suite, tmp_path):
