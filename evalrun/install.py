@@ -79,9 +79,11 @@ def run_script(name: str, args: list[str]) -> int:
 
 def _script_parser(command: str, what: str, description: str) -> CommandParser:
     parser = CommandParser(command, description)
-    parser.add_argument("what", choices=[what], help=what)
+    parser.add_argument("what", choices=[what], metavar=what, help=f"(the word {what!r})")
     parser.add_argument("--force", action="store_true", help="rebuild the image even if it exists")
-    parser.add_argument("image", nargs="?", help="the image name (default: evalrun-base:bookworm)")
+    parser.add_argument(
+        "image", metavar="IMAGE", nargs="?", help="the image name (default: evalrun-base:bookworm)"
+    )
     return parser
 
 

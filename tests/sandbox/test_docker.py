@@ -327,7 +327,7 @@ def test_evalrun_image_without_build_is_a_usage_error():
     proc = subprocess.run(
         [sys.executable, "-m", "evalrun.cli", "image"], capture_output=True, text=True, cwd=REPO
     )
-    assert proc.returncode == 2 and "evalrun image build" in proc.stderr
+    assert proc.returncode == 2 and "usage: evalrun image [-h] [--force] build" in proc.stderr
 
 
 @pytest.mark.docker
