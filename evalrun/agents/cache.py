@@ -17,10 +17,9 @@ from rich.console import Console
 
 from evalrun.agents.install import cache_root, describe, installed
 from evalrun.agents.installed import InstalledAgent
+from evalrun.arguments import CommandParser
 from evalrun.config import CONF_DIR
 from evalrun.errors import UsageError
-
-USAGE = "usage: evalrun agents install NAME... [--force] | evalrun agents list"
 
 
 def preset_names() -> list[str]:
@@ -43,8 +42,20 @@ def build_preset(name: str, compose: Callable[[list[str]], Any]) -> InstalledAge
     return agent
 
 
+def parser() -> CommandParser:
+    parser = CommandParser(
+        "agents", "The agent CLI cache: install presets ahead of a run, or list them."
+    )
+    parser.add_argument("action", choices=["install", "list"], metavar="install|list")
+    parser.add_argument("names", nargs="*", metavar="NAME", help="agent presets to install")
+    parser.add_argument("--force", action="store_true", help="install again even if cached")
+    return parser
+
+
 def agents_command(args: list[str], compose: Callable[[list[str]], Any], console: Console) -> int:
-    if args[:1] == ["list"]:
+    arguments = parser()
+    options = arguments.parse(args)
+    if options.action == "list":
         console.print(f"agent cache: {cache_root()}", highlight=False)
         for name in preset_names():
             agent = build_preset(name, compose)
@@ -53,13 +64,12 @@ def agents_command(args: list[str], compose: Callable[[list[str]], Any], console
             state = f"installed, {info.get('bytes', 0) / 1e6:.0f} MB" if info else "not installed"
             console.print(f"  {name:<16} {agent.version:<10} {state}", highlight=False)
         return 0
-    if args[:1] != ["install"] or len(args) < 2:
-        raise UsageError(USAGE)
-    force = "--force" in args
-    for name in [a for a in args[1:] if a != "--force"]:
+    if not options.names:
+        arguments.error(f"install: name at least one preset ({', '.join(preset_names())})")
+    for name in options.names:
         agent = build_preset(name, compose)
         started = time.monotonic()
-        target = agent.install(force=force)
+        target = agent.install(force=options.force)
         info = describe(target)
         console.print(
             f"{name} {agent.version}: {target.root} ({info.get('bytes', 0) / 1e6:.0f} MB; "
