@@ -25,13 +25,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("OPIK_ANALYTICS_ENABLE", "false")
 
-from rich.console import Console  # noqa: E402
+from rich.console import Console
 
-from evalrun.cli import compose_config  # noqa: E402
-from evalrun.opik.online import run_online  # noqa: E402
-from tests.online.helpers import judge_reply, log_threads, online_overrides  # noqa: E402
-from tests.openai_standin import Standin  # noqa: E402
-from tests.opik_standin import OpikStandIn  # noqa: E402
+from evalrun.cli import compose_config
+from evalrun.opik.online import run_online
+from tests.online.helpers import judge_reply, log_threads, online_overrides
+from tests.openai_standin import Standin
+from tests.opik_standin import OpikStandIn
 
 
 def timed(base_url: str, run_dir: Path, workers: int) -> float:

@@ -10,7 +10,7 @@
    records (the contract: exactly one refused each time, 0 duplicates).
 3. Scrubbing cost: one sample with a 20,000-character output, 200 trajectory steps and a 4 KB
    verify output, scrubbed against 12 secret values (time per sample).
-4. State of a 10,000-sample run (`read_state`: plan.json + the cell of each samples.jsonl line),
+4. State of a 10,000-sample run (`RunLog.state`: plan.json + the cell of each samples.jsonl line),
    which `evalrun ls` does for every run it lists.
 """
 
@@ -30,7 +30,8 @@ from pathlib import Path
 
 from evalrun.records import AgentResult, Outcome, SampleRecord, ToolCall
 from evalrun.redact import SecretValues
-from evalrun.store import read_state
+from evalrun.runlog import PlanFile, PlannedTask, RunLog
+from evalrun.store import RunStore
 
 LAUNCH = """
 import sys, time
@@ -150,11 +151,10 @@ def state_cost(root: Path) -> None:
     run_dir = root / "big"
     run_dir.mkdir()
     tasks, trials = 500, 20
-    plan = {
-        "trials": trials,
-        "tasks": [{"id": f"{t:04d}", "fingerprint": "f"} for t in range(tasks)],
-    }
-    (run_dir / "plan.json").write_text(json.dumps(plan))
+    store = RunStore(run_dir)
+    store.write_config({})
+    tasks_in_plan = [PlannedTask(id=f"{t:04d}", fingerprint="f") for t in range(tasks)]
+    store.write_plan(PlanFile(run_id="big", tasks_dir="tasks", trials=trials, tasks=tasks_in_plan))
     line = SampleRecord(
         run_id="b",
         task_id="0000",
@@ -172,7 +172,7 @@ def state_cost(root: Path) -> None:
                 handle.write(json.dumps({**line, "task_id": f"{t:04d}", "trial": i}) + "\n")
     size = (run_dir / "samples.jsonl").stat().st_size / 1e6
     start = time.perf_counter()
-    state = read_state(run_dir)
+    state = RunLog.open(run_dir).state()
     took = time.perf_counter() - start
     print(
         f"state of a 10,000-cell run ({size:.0f} MB samples.jsonl): {took:.2f} s -> {state.label}"

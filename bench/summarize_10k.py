@@ -3,8 +3,8 @@
     .venv/bin/python bench/summarize_10k.py [--tasks 500 --trials 20]
 
 Writes a synthetic samples.jsonl with realistic records (trajectory, verify output tails), then
-reads it back through the store and summarises it exactly as `evalrun` does at the end of a run
-(`RunStore.digests()` + `metrics.summarize`).
+reads it back and summarises it exactly as `evalrun` does at the end of a run
+(`RunLog.summarize`: the records parsed as digests, then `metrics.summarize`).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from evalrun.metrics import summarize
 from evalrun.records import AgentResult, Outcome, Phases, SampleRecord, ToolCall, Usage
+from evalrun.runlog import PlanFile, PlannedTask, RunLog
 from evalrun.store import RunStore
 
 
@@ -70,6 +70,12 @@ def write_run(run_dir: Path, tasks: int, trials: int) -> dict[str, dict]:
                     finished_at=1.0,
                 )
                 handle.write(rec.model_dump_json() + "\n")
+    store.write_config({})
+    planned = [
+        PlannedTask(id=task_id, fingerprint="f" * 64, difficulty=m["difficulty"], tags=m["tags"])
+        for task_id, m in meta.items()
+    ]
+    store.write_plan(PlanFile(run_id="bench", tasks_dir="tasks", trials=trials, tasks=planned))
     return meta
 
 
@@ -80,14 +86,15 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         run_dir = Path(tmp)
-        meta = write_run(run_dir, args.tasks, args.trials)
+        write_run(run_dir, args.tasks, args.trials)
         size_mb = (run_dir / "samples.jsonl").stat().st_size / 1e6
         rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         tracemalloc.start()
         start = time.perf_counter()
-        records = RunStore(run_dir).digests()
+        log = RunLog.open(run_dir)
+        records = log.planned(log.digests())
         read_s = time.perf_counter() - start
-        summary = summarize(records, meta, run_id="bench", trials=args.trials)
+        summary = log.summarize(records)
         total_s = time.perf_counter() - start
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()

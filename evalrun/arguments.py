@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from typing import IO, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from evalrun.console import make_console
 from evalrun.errors import UsageError
+
+if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -87,8 +90,8 @@ class CommandParser(argparse.ArgumentParser):
         usage = " ".join(self.format_usage().split())
         raise UsageError(f"{self.prog}: {message} ({usage})")
 
-    def print_help(self, file: IO[str] | None = None) -> None:
+    def print_help(self, file: SupportsWrite[str] | None = None) -> None:
         make_console(soft_wrap=True).print(self.format_help().rstrip("\n"))
 
-    def print_usage(self, file: IO[str] | None = None) -> None:
+    def print_usage(self, file: SupportsWrite[str] | None = None) -> None:
         make_console(soft_wrap=True).print(self.format_usage().rstrip("\n"))

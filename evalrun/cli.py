@@ -318,17 +318,19 @@ def _hydra_main() -> int:
 def expand_resume(args: list[str]) -> list[str]:
     """`resume=<run-dir>` -> the overrides that run was composed from, then the new ones, then
     `run_dir=<run-dir>`. The runner refuses if the result-relevant config no longer matches;
-    a redacted override is never replayed (`evalrun.store.replay_overrides`)."""
+    a redacted override is never replayed (`evalrun.runlog.RunLog.replayed_overrides`)."""
     resumes = [a for a in args if a.startswith("resume=")]
     if not resumes:
         return args
-    from evalrun.store import CONFIG_FILE, replay_overrides
+    from evalrun.runlog import RunLog
 
     run_dir = Path(resumes[-1].split("=", 1)[1]).expanduser()
-    if not (run_dir / CONFIG_FILE).is_file():
-        raise UsageError(f"resume: {run_dir} is not a run directory (no {CONFIG_FILE} in it)")
+    try:
+        run = RunLog.open(run_dir)
+    except UsageError as exc:
+        raise UsageError(f"resume: {exc}") from None
     rest = [a for a in args if not a.startswith("resume=")]
-    return [*replay_overrides(run_dir, rest), *rest, f"run_dir={run_dir}"]
+    return [*run.replayed_overrides(rest), *rest, f"run_dir={run_dir}"]
 
 
 OPEN_MAPPINGS = ("agent.env.", "agent.kwargs.", "agent.model_settings.", "provider.headers_env.")

@@ -6,8 +6,8 @@ Three comparisons, all read from the run directories (config.yaml, plan.json, su
   keys that cannot change a result (`NOT_RESULT_RELEVANT`) are marked as such;
 - the task sets from plan.json: ids only in a, only in b, and ids whose content fingerprint
   changed (the same id graded by a different task is not the same measurement);
-- metric deltas per task and for the suite: pass@1, pass@k, pass^k (k = the largest trial count
-  both runs have), cost and latency.
+- metric deltas per task (pass@1, pass@k, pass^k, cost, latency) and for the suite: the headline
+  metrics of `evalrun.metric_table` (k = the largest trial count both runs have).
 
 Significance. A pass-rate delta on a handful of tasks and trials is mostly noise, so every
 pass-rate change carries a note, computed by `evalrun.stats` (the same module that puts error
@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -44,10 +43,10 @@ from evalrun.arguments import CommandParser
 from evalrun.configdiff import NOT_RESULT_RELEVANT, diff
 from evalrun.console import make_console, styled
 from evalrun.errors import UsageError
-from evalrun.gate import read_summary
+from evalrun.metric_table import headline, parse_metric
 from evalrun.metrics import PASS_AT, PASS_HAT, Summary, TaskStats, paired_change, pass_metric
+from evalrun.runlog import RunLog
 from evalrun.stats import ALPHA, FISHER_EXACT, Difference, fisher_exact
-from evalrun.store import CONFIG_FILE, PLAN_FILE
 
 MIN_TASKS_FOR_SIGNIFICANCE = 6  # the smallest sign-flip p over m changed tasks is 2 / 2^m
 IGNORED_CONFIG_KEYS = ("run_dir",)  # always differs between two runs; says nothing
@@ -64,20 +63,13 @@ class RunSide:
 
 
 def load_side(run_dir: str | Path) -> RunSide:
-    """Read a finished run directory; `UsageError` naming the missing or unreadable file."""
-    path = Path(run_dir).expanduser()
-    for name in (CONFIG_FILE, PLAN_FILE):
-        if not (path / name).is_file():
-            raise UsageError(f"diff: {path / name} not found (expected a run directory)")
+    """Read a run directory that ended (`RunLog`); `UsageError` naming what is missing."""
     try:
-        config = yaml.safe_load((path / CONFIG_FILE).read_text(encoding="utf-8")) or {}
-        plan = json.loads((path / PLAN_FILE).read_text(encoding="utf-8"))
-        tasks = {str(t["id"]): str(t.get("fingerprint", "")) for t in plan.get("tasks", [])}
-    except (yaml.YAMLError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise UsageError(
-            f"diff: {path} holds an unreadable config.yaml or plan.json: {exc}"
-        ) from exc
-    return RunSide(path, config, tasks, read_summary(path, "diff"))
+        run = RunLog.open(run_dir, ended=True)
+    except UsageError as exc:
+        raise UsageError(f"diff: {exc}") from exc
+    fingerprints = {t.id: t.fingerprint for t in run.plan.tasks}
+    return RunSide(run.run_dir, run.config, fingerprints, run.summary())
 
 
 # --- significance ----------------------------------------------------------------------------
@@ -129,26 +121,6 @@ def _task_metrics(task: TaskStats, k: int) -> dict[str, Any]:
     return out
 
 
-def _suite_metrics(s: Summary, k: int) -> dict[str, float | None]:
-    agent = s.latency.get("agent")
-    out: dict[str, float | None] = {pass_metric(PASS_AT, 1): s.overall.pass_at.get(1)}
-    if k > 1:
-        out[pass_metric(PASS_AT, k)] = s.overall.pass_at.get(k)
-    out[pass_metric(PASS_HAT, k)] = s.overall.pass_hat.get(k)
-    out.update(
-        {
-            "flaky_tasks": float(s.overall.flaky_tasks),
-            "error_rate": s.errors / s.samples if s.samples else None,
-            "cost.total_usd": s.cost.total_usd,
-            "cost.per_success_usd": s.cost.per_success_usd,
-            "latency.agent.mean_s": agent.mean if agent else None,
-            "latency.agent.p95_s": agent.p95 if agent else None,
-        }
-    )
-    out.update({f"judge:{name}": judge.mean for name, judge in s.judges.items()})
-    return out
-
-
 def _delta(a: Any, b: Any) -> float | None:
     numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (a, b))
     return b - a if numbers else None
@@ -180,13 +152,13 @@ def diff_runs(run_a: str | Path, run_b: str | Path) -> dict[str, Any]:
                 "significance": task_significance(ta, tb),
             }
         )
-    suite_a, suite_b = _suite_metrics(a.summary, k), _suite_metrics(b.summary, k)
-    metrics = {
+    suite_a, suite_b = headline(a.summary, k), headline(b.summary, k)
+    metrics: dict[str, dict[str, Any]] = {
         name: {
             "a": suite_a.get(name),
             "b": suite_b.get(name),
             "delta": _delta(suite_a.get(name), suite_b.get(name)),
-            "higher_is_better": name.startswith(("pass", "judge:")),
+            "higher_is_better": parse_metric(name).higher_is_better,
         }
         for name in dict.fromkeys([*suite_a, *suite_b])  # a judge may be on one side only
     }

@@ -8,8 +8,8 @@ floors:    {metric: bound}   value must be >= bound            (pass rates)
 ceilings:  {metric: bound}   value must be <= bound            (error rate, cost, latency)
 max_drop:  {metric: bound}   with `baseline=<run-dir>`: the largest allowed worsening versus
                              that run's summary.json, in the metric's own unit. Worsening is a
-                             fall for pass@/pass^ and a rise for error_rate, cost_per_success
-                             (USD) and p95_agent_s (seconds).
+                             fall for pass@/pass^ and judge means, a rise for the rest (rates,
+                             USD, seconds).
 ```
 
 A bound is a number, or a mapping that says what is checked against it (`Bound`):
@@ -24,18 +24,10 @@ max_drop: {pass@1: {value: 0.05, significant: true}}   break only when the drop 
                                                   exact test for one task (`evalrun.stats`)
 ```
 
-Metric names (`parse_metric` is the grammar; anything else is a `UsageError` at plan time):
-
-```
-pass@K  pass^K                   suite macro means; K is a number or `k` (= the run's trials)
-tag:<tag>:pass@K                 the same over the tasks carrying <tag>
-difficulty:<d>:pass@K            ... of one difficulty
-task:<id>:pass@K                 one task (or one probe: probes are tasks to the metrics)
-error_rate                       error samples / all samples
-judge:<name>                     mean score (0-1) of the LLM judge <name> (e.g. an online run's)
-cost_per_success                 USD per passing sample
-p95_agent_s                      95th percentile of the agent phase, seconds
-```
+Metric names are those of `evalrun.metric_table` (pass@K, pass^K - K a number or `k`, the run's
+trials - optionally scoped `tag:<tag>:`, `difficulty:<d>:` or `task:<id>:`; flaky_rate,
+error_rate, cost_total, cost_per_success, mean/p50/p95_<phase>_s, judge:<name>); anything else is
+a `UsageError` at plan time.
 
 An undefined value (pass@3 with 2 trials, no priced sample) breaks a floor - nothing was proven -
 but not a ceiling. A tag, difficulty or task the run did not select is *not applicable*: it is
@@ -44,7 +36,6 @@ reported as skipped, never as a breach, so one profile serves full runs and slic
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -52,117 +43,23 @@ from pathlib import Path
 from evalrun.arguments import CommandParser
 from evalrun.console import styled
 from evalrun.errors import UsageError
-from evalrun.metrics import GroupStats, Summary, TaskStats, paired_change
-from evalrun.report.rundata import read_summary
+from evalrun.metric_table import (
+    JUDGE,
+    MetricRef,
+    NotApplicable,
+    metric_interval,
+    metric_value,
+    parse_metric,
+)
+from evalrun.metrics import Summary, TaskStats, paired_change
+from evalrun.runlog import read_summary
 from evalrun.stats import ALPHA, Estimate, fisher_exact
 
 EXIT_PARTIAL = 5  # `evalrun gate` refused a partial run (--allow-partial gates it anyway)
 
-_PASS = re.compile(r"^(pass[@^])(\d+|k)$")
-_SCOPED = re.compile(r"^(tag|difficulty|task):([^:]+):(.+)$")
-_JUDGE = re.compile(r"^judge:([^:]+)$")
-LOWER_IS_BETTER = ("error_rate", "cost_per_success", "p95_agent_s")
 SECTIONS = ("floors", "ceilings", "max_drop")
 CHECKED_ON = ("estimate", "lower_ci", "upper_ci")
 EXCUSED = "max_drop not significant"  # a Breach kind: beyond the bound, but noise
-
-
-@dataclass(frozen=True)
-class MetricRef:
-    """A parsed metric name: an optional scope (tag/difficulty/task + label) and a base metric."""
-
-    name: str
-    base: str  # "pass@", "pass^", "judge" or one of LOWER_IS_BETTER
-    k: int | None = None  # None with a pass metric: the run's trial count (`k`)
-    scope: str | None = None
-    label: str | None = None
-
-    @property
-    def higher_is_better(self) -> bool:
-        return self.base.startswith("pass") or self.base == "judge"
-
-
-def parse_metric(name: str) -> MetricRef:
-    """Parse a metric name; `ValueError` saying what is expected when it is not one."""
-    judge = _JUDGE.match(name)
-    if judge:
-        return MetricRef(name, "judge", label=judge.group(1))
-    scope = label = None
-    base_name = name
-    scoped = _SCOPED.match(name)
-    if scoped:
-        scope, label, base_name = scoped.groups()
-    passing = _PASS.match(base_name)
-    if passing:
-        kind, k = passing.groups()
-        k_value = None if k == "k" else int(k)
-        if k_value == 0:
-            raise ValueError(f"{name!r}: K must be at least 1")
-        return MetricRef(name, kind, k_value, scope, label)
-    if base_name in LOWER_IS_BETTER and scope is None:
-        return MetricRef(name, base_name)
-    raise ValueError(
-        f"unknown metric {name!r} (expected pass@K, pass^K - K a number or k - optionally as "
-        "tag:<tag>:, difficulty:<d>: or task:<id>:<metric>; judge:<name>; "
-        f"or one of {', '.join(LOWER_IS_BETTER)})"
-    )
-
-
-class NotApplicable(Exception):
-    """The metric's tag, difficulty or task is not in this run."""
-
-
-def metric_value(summary: Summary, metric: MetricRef | str) -> float | None:
-    """The metric's value in `summary` (None: undefined).
-
-    Raises `NotApplicable` when its tag, difficulty, task or judge is not in the run."""
-    ref = parse_metric(metric) if isinstance(metric, str) else metric
-    if ref.base == "judge":
-        judge = summary.judges.get(str(ref.label))
-        if judge is None:
-            raise NotApplicable(f"judge {ref.label!r} is not in this run")
-        return judge.mean
-    if ref.base == "error_rate":
-        return summary.errors / summary.samples if summary.samples else None
-    if ref.base == "cost_per_success":
-        return summary.cost.per_success_usd
-    if ref.base == "p95_agent_s":
-        agent = summary.latency.get("agent")
-        return agent.p95 if agent else None
-    k = ref.k if ref.k is not None else max(summary.ks, default=1)
-    stats: GroupStats | None
-    if ref.scope is None:
-        stats = summary.overall
-    elif ref.scope == "task":
-        task = next((t for t in summary.tasks if t.task_id == ref.label), None)
-        if task is None:
-            raise NotApplicable(f"task {ref.label!r} is not in this run")
-        table = task.pass_at if ref.base == "pass@" else task.pass_hat
-        return table.get(k)
-    else:
-        groups = summary.by_tag if ref.scope == "tag" else summary.by_difficulty
-        stats = groups.get(str(ref.label))
-        if stats is None:
-            raise NotApplicable(f"{ref.scope} {ref.label!r} is not in this run")
-    table = stats.pass_at if ref.base == "pass@" else stats.pass_hat
-    return table.get(k)
-
-
-def metric_interval(summary: Summary, ref: MetricRef) -> Estimate | None:
-    """The 95% interval of a suite, tag or difficulty pass metric, or of a judge's mean (None
-    when it has none)."""
-    if ref.base == "judge":
-        judge = summary.judges.get(str(ref.label))
-        return judge.interval if judge is not None else None
-    if not ref.base.startswith("pass") or ref.scope == "task":
-        return None
-    k = ref.k if ref.k is not None else max(summary.ks, default=1)
-    if ref.scope is None:
-        group: GroupStats | None = summary.overall
-    else:
-        groups = summary.by_tag if ref.scope == "tag" else summary.by_difficulty
-        group = groups.get(str(ref.label))
-    return group.interval(ref.base, k) if group is not None else None
 
 
 def scope_tasks(summary: Summary, ref: MetricRef) -> list[TaskStats]:
@@ -261,9 +158,9 @@ def parse_bound(section: str, ref: MetricRef, raw: object) -> Bound:
         raise ValueError(f"on: expected one of {', '.join(CHECKED_ON)}, got {on!r}")
     if not isinstance(significant, bool):
         raise ValueError(f"significant: expected true or false, got {significant!r}")
-    if on != "estimate" and not (ref.base.startswith("pass") or ref.base == "judge"):
+    if on != "estimate" and not (ref.is_pass or ref.base == JUDGE):
         raise ValueError(f"{ref.name} has no interval: pass@K / pass^K and judge:<name> do")
-    if significant and not ref.base.startswith("pass"):
+    if significant and not ref.is_pass:
         raise ValueError(f"{ref.name} has no significance test: only pass@K / pass^K metrics do")
     if on != "estimate" and ref.scope == "task":
         raise ValueError("task:<id>: metrics carry no interval in summary.json; use a tag")

@@ -18,9 +18,8 @@ from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel, Field
 
-from evalrun.records import Outcome, SampleDigest, SampleRecord
+from evalrun.records import Outcome, RunState, SampleDigest, SampleRecord
 from evalrun.stats import Difference, Estimate, paired_difference, pass_rate, task_mean
-from evalrun.store import RunState
 
 AnySample = SampleRecord | SampleDigest
 
@@ -155,7 +154,7 @@ class Summary(BaseModel):
     cost: CostStats
     error_samples: list[SampleError] = Field(default_factory=list)
     judges: dict[str, JudgeStats] = Field(default_factory=dict)
-    # complete, or partial N/M with the missing cells (`evalrun.store.run_state`); None only in
+    # complete, or partial N/M with the missing cells (`evalrun.records.run_state`); None only in
     # a summary.json written before evalrun recorded it
     state: RunState | None = None
 

@@ -1,10 +1,9 @@
 """`evalrun push <run-dir>` and `evalrun sync`: Opik without running anything.
 
-`push` sends a finished (or interrupted) run from its files - config.yaml, plan.json,
-samples.jsonl, summary.json - exactly as `tracker=opik` would have sent it live: same dataset,
-same experiment (its id kept in `<run-dir>/opik.json`), same trace ids. Samples already in the
-experiment are skipped, so pushing after an outage sends each missing sample once and pushing
-again sends none.
+`push` sends a finished (or interrupted) run from its files (read through `RunLog`) exactly as
+`tracker=opik` would have sent it live: same dataset, same experiment (its id kept in
+`<run-dir>/opik.json`), same trace ids. Samples already in the experiment are skipped, so pushing
+after an outage sends each missing sample once and pushing again sends none.
 
 `sync` upserts a suite's dataset (one item per task) from a suite folder; it takes any folder of
 task folders, so the probes suite can be synced the same way.
@@ -14,119 +13,37 @@ Tested against `tests/opik_standin.py` (a local stand-in for Opik's REST API), n
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
 from rich.console import Console
 
 from evalrun.arguments import CommandParser
 from evalrun.console import styled
 from evalrun.errors import TaskFormatError, UsageError
-from evalrun.metrics import Summary, summarize
 from evalrun.opik_export import ExperimentExport, connect, upsert_dataset
 from evalrun.opik_link import OpikDestination, OpikLink, TaskItem, new_link, task_item
-from evalrun.records import CellKey, SampleRecord
-from evalrun.store import (
-    CONFIG_FILE,
-    PLAN_FILE,
-    SAMPLES_FILE,
-    SUMMARY_FILE,
-    RunLock,
-    iter_records,
-    planned_cells,
-    run_state,
-)
+from evalrun.runlog import RunLog
+from evalrun.store import RunLock
 from evalrun.tasks import Task, load_task
 
 
-@dataclass(frozen=True)
-class SavedRun:
-    """A run directory's files, read back."""
-
-    run_dir: Path
-    run_id: str
-    tasks_dir: Path
-    trials: int
-    cells: int
-    config: dict[str, Any]
-    tasks: dict[str, TaskItem]
-    planned: tuple[CellKey, ...]  # in plan order
-
-    @property
-    def cell_keys(self) -> frozenset[CellKey]:
-        return frozenset(self.planned)
-
-    @classmethod
-    def read(cls, run_dir: Path) -> SavedRun:
-        """Raises `UsageError` naming the missing or unreadable file."""
-        run_dir = Path(run_dir)
-        plan = _read(run_dir / PLAN_FILE, json.loads)
-        config = _read(run_dir / CONFIG_FILE, yaml.safe_load) or {}
-        if not (run_dir / SAMPLES_FILE).is_file():
-            raise UsageError(f"{run_dir / SAMPLES_FILE}: missing - this run recorded no sample")
-        try:
-            tasks_dir = Path(plan["tasks_dir"])
-            planned = plan["tasks"]
-            keys = planned_cells(plan)
-            items = {
-                t["id"]: TaskItem(
-                    task_id=t["id"],
-                    difficulty=t.get("difficulty", "unknown"),
-                    tags=tuple(t.get("tags", [])),
-                    fingerprint=t["fingerprint"],
-                    prompt=_prompt_from_suite(tasks_dir, t["id"], t["fingerprint"]),
-                )
-                for t in planned
-            }
-            return cls(
-                run_dir=run_dir,
-                run_id=str(plan["run_id"]),
-                tasks_dir=tasks_dir,
-                trials=int(plan["trials"]),
-                cells=int(plan.get("cells", len(keys))),
-                config=config,
-                tasks=items,
-                planned=tuple(keys),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise UsageError(f"{run_dir / PLAN_FILE}: not an evalrun plan ({exc!r})") from exc
-
-    def records(self) -> list[SampleRecord]:
-        """The plan's samples (a record for another fingerprint or trial is not this run's)."""
-        records = iter_records(self.run_dir / SAMPLES_FILE, SampleRecord)
-        keys = self.cell_keys
-        return [r for r in records if r.key in keys]
-
-    def summary(self, records: list[SampleRecord]) -> Summary:
-        """summary.json (recomputed when missing, unreadable or stale), with the run's state."""
-        state = run_state(self.planned, [r.key for r in records])
-        path = self.run_dir / SUMMARY_FILE
-        if path.is_file():
-            try:
-                saved = Summary.model_validate_json(path.read_text())
-                if saved.samples == len(records):
-                    return saved.model_copy(update={"state": state})
-            except ValueError:
-                pass  # an older or torn summary: recompute from the samples
-        meta = {
-            t.task_id: {"difficulty": t.difficulty, "tags": list(t.tags)}
-            for t in self.tasks.values()
-        }
-        summary = summarize(records, meta, run_id=self.run_id, trials=self.trials)
-        return summary.model_copy(update={"state": state})
-
-
-def _read(path: Path, parse):
-    if not path.is_file():
-        raise UsageError(f"{path}: missing - is {path.parent} an evalrun run directory?")
-    try:
-        return parse(path.read_text())
-    except (ValueError, yaml.YAMLError) as exc:
-        raise UsageError(f"{path}: unreadable: {exc}") from exc
+def task_items(run: RunLog) -> dict[str, TaskItem]:
+    """The run's planned tasks as dataset items, with each prompt when its folder still exists
+    unchanged (else None: a prompt is never guessed)."""
+    tasks_dir = Path(run.plan.tasks_dir)
+    return {
+        t.id: TaskItem(
+            task_id=t.id,
+            difficulty=t.difficulty,
+            tags=tuple(t.tags),
+            fingerprint=t.fingerprint,
+            prompt=_prompt_from_suite(tasks_dir, t.id, t.fingerprint),
+        )
+        for t in run.plan.tasks
+    }
 
 
 def _prompt_from_suite(tasks_dir: Path, task_id: str, fingerprint: str) -> str | None:
@@ -152,24 +69,26 @@ class PushResult:
 def push(run_dir: Path, dest: OpikDestination) -> PushResult:
     """Send a run directory to Opik. Raises `UsageError` (incl. `OpikUnavailable`) before
     sending anything when the run directory or the connection is not usable."""
-    run = SavedRun.read(run_dir)
+    run = RunLog.open(run_dir)
+    if not (records := run.planned(run.records())):
+        raise UsageError(f"{run.run_dir}: this run recorded no sample; nothing to push")
+    items = task_items(run)
     link = OpikLink.load(run.run_dir)
     if link is None:
         link = new_link(
             run_dir=run.run_dir,
             config=run.config,
-            tasks_dir=run.tasks_dir,
-            tasks=run.tasks.values(),
-            cells=run.cells,
+            tasks_dir=Path(run.plan.tasks_dir),
+            tasks=items.values(),
+            cells=run.plan.cells or len(run.plan.cell_keys()),
             dest=dest,
             recorded_at="push",
         )
         link.save(run.run_dir)
-    tasks = {tid: _with_prompt(item, link.prompts.get(tid)) for tid, item in run.tasks.items()}
+    tasks = {tid: _with_prompt(item, link.prompts.get(tid)) for tid, item in items.items()}
     client = connect(replace(dest, project=link.project))
     export = ExperimentExport(client, link, tasks)
     export.open()
-    records = run.records()
     for record in records:
         export.send(record)
     problem = export.finish(run.summary(records), dest.flush_timeout_s)
@@ -266,7 +185,7 @@ def sync_command(args: list[str], compose: Callable[[list[str]], Any], console: 
         "sync",
         "Upsert the suite's Opik dataset (one item per task); both bundled suites by default.",
         overrides=True,
-        epilog="overrides: suite=tasks|probes, tasks_dir=DIR, tracker.dataset=..., tracker.<key>=...",
+        epilog="overrides: suite=tasks|probes, tasks_dir=DIR, tracker.dataset=NAME, ...",
     )
     args = parser.parse(args).overrides
     cfg = compose(["tracker=opik", *args])

@@ -10,8 +10,9 @@ Nothing here imports opik or talks to a server, so the mapping is testable on it
 - Its spans are the phases that ran (`setup`, `agent`, `verify`), laid end to end from the
   sample's start (the engine measures each phase's duration, not its start), with the agent's
   tool calls as child spans of `agent`, again end to end.
-- Suite aggregates become experiment-level scores; each headline pass metric also gets the ends
-  of its 95% interval (`pass@1_ci95_low`, `pass@1_ci95_high`), since a score is one number.
+- The run's headline metrics (`evalrun.metric_table`) become experiment-level scores; each one
+  with an interval also gets its ends (`pass@1_ci95_low`, `pass@1_ci95_high`), since a score is
+  one number.
 
 Ids are deterministic (`stable_uuid7`), so sending the same sample twice names the same trace;
 Opik wants UUID version 7, whose first 48 bits are a millisecond timestamp.
@@ -24,7 +25,8 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from evalrun.metrics import PASS_AT, PASS_HAT, Summary, pass_metric
+from evalrun.metric_table import headline, metric_interval
+from evalrun.metrics import Summary
 from evalrun.records import Outcome, SampleRecord
 
 DATASET_ITEM_EPOCH_MS = 1_735_689_600_000  # 2025-01-01T00:00:00Z: dataset item ids carry no time
@@ -197,20 +199,12 @@ def span_kwargs(record: SampleRecord, trace_id: str) -> list[dict[str, Any]]:
 
 
 def experiment_scores(summary: Summary) -> dict[str, float]:
-    """Suite aggregates for the experiment row; a value that is undefined is left out."""
-    k = max(summary.ks, default=1)
-    overall = summary.overall
+    """The run's headline metrics (`evalrun.metric_table`) for the experiment row, each with the
+    ends of its 95% interval when it has one; a value that is undefined is left out."""
     values: dict[str, float | None] = {}
-    for base, kk in dict.fromkeys([(PASS_AT, 1), (PASS_AT, k), (PASS_HAT, k)]):
-        name, est = pass_metric(base, kk), overall.interval(base, kk)
-        values[name] = overall.value(base, kk)
-        values[f"{name}_ci95_low"] = est.low if est else None
-        values[f"{name}_ci95_high"] = est.high if est else None
-    values.update(
-        {
-            "flaky_rate": overall.flaky_tasks / overall.tasks if overall.tasks else None,
-            "cost_per_success_usd": summary.cost.per_success_usd,
-            "error_rate": summary.errors / summary.samples if summary.samples else None,
-        }
-    )
+    for name, value in headline(summary).items():
+        values[name] = value
+        est = metric_interval(summary, name)
+        if est is not None:
+            values[f"{name}_ci95_low"], values[f"{name}_ci95_high"] = est.low, est.high
     return {name: float(v) for name, v in values.items() if v is not None}

@@ -37,6 +37,7 @@ from evalrun.provenance import reproduction_info
 from evalrun.records import CellKey
 from evalrun.redact import SecretValues, redact
 from evalrun.run_dirs import is_dir_template
+from evalrun.runlog import PLAN_SCHEMA, PlanFile, PlannedTask, RunKind, SkippedEntry
 from evalrun.sandbox.base import SandboxBackend
 from evalrun.tasks import Difficulty, Suite, Task, runnable_on, scan_suite
 from evalrun.trackers.base import Tracker
@@ -101,30 +102,33 @@ class RunPlan:
             for t in self.tasks
         }
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "run_id": self.run_id,
-            "run_dir": str(self.run_dir),
-            "tasks_dir": str(self.tasks_dir),
-            "trials": self.trials,
-            "concurrency": self.concurrency,
-            "sandbox": self.backend.name,
-            "agent": self.agent.name,
-            "tasks": [
-                {
-                    "id": t.id,
-                    "fingerprint": t.fingerprint,
-                    "difficulty": t.spec.difficulty.value,
-                    "tags": list(t.spec.tags),
-                    "format": t.format.name,
-                    **({"fields": kept_fields(t)} if t.format.kept_fields else {}),
-                }
+    def to_plan_file(self) -> PlanFile:
+        """plan.json (`evalrun.runlog.PlanFile`), written before the first sample."""
+        return PlanFile(
+            schema_version=PLAN_SCHEMA,
+            kind=RunKind.probes if self.suite == "probes" else RunKind.tasks,
+            run_id=self.run_id,
+            run_dir=str(self.run_dir),
+            tasks_dir=str(self.tasks_dir),
+            trials=self.trials,
+            concurrency=self.concurrency,
+            sandbox=self.backend.name,
+            agent=self.agent.name,
+            tasks=[
+                PlannedTask(
+                    id=t.id,
+                    fingerprint=t.fingerprint,
+                    difficulty=t.spec.difficulty.value,
+                    tags=list(t.spec.tags),
+                    format=t.format.name,
+                    fields=kept_fields(t) if t.format.kept_fields else {},
+                )
                 for t in self.tasks
             ],
-            "cells": len(self.cells),
-            "provenance": reproduction_info(self.tasks_dir),  # install kind, git shas, versions
-            "skipped": [s.to_json() for s in self.skipped],
-        }
+            cells=len(self.cells),
+            provenance=reproduction_info(self.tasks_dir),  # install kind, git shas, versions
+            skipped=[SkippedEntry(**s.to_json()) for s in self.skipped],
+        )
 
 
 def kept_fields(task: Task) -> dict[str, Any]:

@@ -1,7 +1,9 @@
-"""What one sample produced: the line written to samples.jsonl, and the agent's result inside it."""
+"""What one sample produced: the line written to samples.jsonl, and the agent's result inside it;
+the cells of a plan and whether each has a record (`RunState`: a run complete or partial)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any
 
@@ -85,6 +87,43 @@ class CellKey(BaseModel):
     @property
     def label(self) -> str:
         return f"{self.task_id}#{self.trial}"
+
+
+class RunState(BaseModel):
+    """Whether every planned cell has a record. `missing` lists the cells without one
+    (`task#trial`, in plan order): exactly what a resume would run."""
+
+    cells: int
+    recorded: int
+    missing: list[str] = []
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def complete(self) -> bool:
+        return not self.missing and self.recorded == self.cells
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def label(self) -> str:
+        return self.describe()
+
+    def describe(self, shown: int = 5) -> str:
+        """`complete`, or `partial 13/30 (missing cells: a#0, a#1, b#0 and 14 more)`."""
+        if self.complete:
+            return "complete"
+        listed = ", ".join(self.missing[:shown])
+        more = f" and {len(self.missing) - shown} more" if len(self.missing) > shown else ""
+        return f"partial {self.recorded}/{self.cells} (missing cells: {listed}{more})"
+
+
+def run_state(planned: Iterable[CellKey], recorded: Iterable[CellKey]) -> RunState:
+    """THE definition of a run's state: which planned cells (a task at its planned fingerprint,
+    a trial) have at least one record. Every reader - summary, ls, show, report, gate, diff,
+    trackers - gets the state from here (`evalrun.runlog.RunLog.state`)."""
+    cells = list(dict.fromkeys(planned))
+    have = set(recorded)
+    missing = [key.label for key in cells if key not in have]
+    return RunState(cells=len(cells), recorded=len(cells) - len(missing), missing=missing)
 
 
 class SampleRecord(BaseModel):

@@ -12,7 +12,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import yaml
 from omegaconf import DictConfig
 from rich.console import Console
 
@@ -22,24 +21,15 @@ from evalrun.console import make_console, styled
 from evalrun.engine import EXIT_INTERRUPTED, execute, exit_now
 from evalrun.errors import UsageError
 from evalrun.gate import print_verdict
-from evalrun.metrics import Summary, summarize
 from evalrun.plan import EXIT_UNLOADABLE, RunPlan, build, cell_key, say_skipped, with_run_dir
 from evalrun.progress import RunProgress
 from evalrun.records import SampleRecord
 from evalrun.redact import MIN_SCRUB_CHARS
 from evalrun.report.files import write_reports
 from evalrun.report.terminal import render
+from evalrun.runlog import RunLog, is_run_dir
 from evalrun.sandbox.base import SandboxBackend
-from evalrun.store import (
-    CONFIG_FILE,
-    PLAN_FILE,
-    SUMMARY_FILE,
-    RunLock,
-    RunStore,
-    claim_new_run_dir,
-    remove_if_unused,
-    run_state,
-)
+from evalrun.store import RunLock, RunStore, claim_new_run_dir, remove_if_unused
 
 EXIT_ERRORS = 3  # more samples ended in a harness error than `max_errors` allows
 EXIT_BUDGET = 6  # the run reached budget.run_usd before every sample ran (5 is gate's)
@@ -77,11 +67,9 @@ def expected_precision(plan: RunPlan) -> str:
 def refuse_incompatible_resume(plan: RunPlan) -> None:
     """A run directory that already holds a run may only be continued with the same
     result-relevant config (agent, provider, model, sandbox, trials, task selection...)."""
-    saved_path = plan.run_dir / CONFIG_FILE
-    if not saved_path.exists():
+    if not is_run_dir(plan.run_dir):
         return
-    saved = yaml.safe_load(saved_path.read_text()) or {}
-    changes = diff(saved, plan.config, ignore=NOT_RESULT_RELEVANT)
+    changes = diff(RunLog.open(plan.run_dir).config, plan.config, ignore=NOT_RESULT_RELEVANT)
     if changes:
         raise UsageError(
             f"{plan.run_dir} holds a run with a different result-relevant config; refusing to "
@@ -166,9 +154,10 @@ def _execute_and_report(
     store.write_config(plan.config)
     if overrides is not None:
         store.write_overrides(overrides)
-    store.write_json(PLAN_FILE, plan.to_json())
+    store.write_plan(plan.to_plan_file())
+    log = RunLog.open(plan.run_dir)
     wanted = plan.cell_keys()
-    done = {r.key for r in store.digests()} & wanted
+    done = set(log.recorded_cells()) & wanted
     todo = [(t, i) for t, i in plan.cells if cell_key(t, i) not in done]
     if done:
         console.print(
@@ -208,14 +197,15 @@ def _execute_and_report(
         finally:
             store.close()
 
-    summary = summarize_run(plan, store)
+    summary = log.summarize()
+    store.write_summary(summary)
     report_files = write_reports(plan.run_dir)  # report.html, junit.xml
     plan.tracker.finish(summary)
     render(summary, plan.run_dir, console)
     if plan.suite == "probes":  # each expectation's pass rate per probe, and probes.json
         from evalrun.probes.report import report_expectations
 
-        report_expectations(plan.run_dir, [r for r in store.records() if r.key in wanted], console)
+        report_expectations(plan.run_dir, log.planned(log.records()), console)
     console.print(f"report: {report_files[0]}", soft_wrap=True)
     say_skipped(plan.skipped, console)
     stopped = scope.stop_reason()
@@ -261,14 +251,3 @@ def _execute_and_report(
         )
         return EXIT_ERRORS
     return verdict or (EXIT_UNLOADABLE if plan.unloadable else 0)
-
-
-def summarize_run(plan: RunPlan, store: RunStore) -> Summary:
-    """Summarise the plan's cells from the store, with the run's state, and write summary.json."""
-    wanted = plan.cell_keys()
-    records = [r for r in store.digests() if r.key in wanted]
-    summary = summarize(records, plan.task_meta(), run_id=plan.run_id, trials=plan.trials)
-    state = run_state([cell_key(t, i) for t, i in plan.cells], [r.key for r in records])
-    summary = summary.model_copy(update={"state": state})
-    store.write_json(SUMMARY_FILE, summary.model_dump(mode="json"))
-    return summary

@@ -1,5 +1,9 @@
 """The run directory: the source of truth for a run, written as the run goes.
 
+This module is its one writer; `evalrun.runlog.RunLog` is its one reader (every report, `ls`,
+`show`, `diff`, `gate`, `push`, the sweep summary). The file names below are spelled only in
+these two modules.
+
 ```
 <run_dir>/
   writer.lock      flock-ed by the one process writing the directory (its pid and start time)
@@ -20,8 +24,6 @@ One run, one directory, one writer:
   2) naming the holder's pid and start time. The lock is an `flock` on `writer.lock`, which the
   kernel drops when its holder dies, so the lock of a killed run is simply taken over. Readers
   never take it (`current_writer` reads who holds it, as a hint).
-- `run_state` is the one definition of whether a run is complete: every planned cell has a
-  record, or `partial N/M (missing cells: ...)`.
 - Everything the store writes is scrubbed of the run's secret values (`evalrun.redact`).
 """
 
@@ -32,25 +34,20 @@ import fcntl
 import json
 import os
 import time
-from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any
 
 import yaml
-from pydantic import BaseModel, computed_field
 
 from evalrun.errors import UsageError
-from evalrun.records import CellKey, SampleDigest, SampleRecord
-from evalrun.redact import (
-    SecretValues,
-    override_name,
-    redact,
-    redact_overrides,
-    redacted_keys,
-    redacted_replay_message,
-)
+from evalrun.records import CellKey, SampleRecord
+from evalrun.redact import SecretValues, redact, redact_overrides
+
+if TYPE_CHECKING:
+    from evalrun.metrics import Summary
+    from evalrun.runlog import PlanFile
 
 SAMPLES_FILE = "samples.jsonl"
 SUMMARY_FILE = "summary.json"
@@ -62,7 +59,8 @@ MAX_SUFFIX = 1000
 
 
 class RunStore:
-    """Appends records crash-safely and reads them back, tolerating a half-written last line.
+    """Writes a run directory: appends records crash-safely (a half-written last line left by a
+    crash is cut before the next append), writes the config, plan, summary and logs.
 
     Everything written goes through `secrets` first: a record's text, a log, a JSON file, the
     config (masked by name and scrubbed by value) and the overrides."""
@@ -71,7 +69,7 @@ class RunStore:
         self.run_dir = Path(run_dir)
         self.samples_path = self.run_dir / SAMPLES_FILE
         self.secrets = secrets or SecretValues()
-        self._handle = None
+        self._handle: IO[str] | None = None
 
     def create(self) -> None:
         self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -88,13 +86,17 @@ class RunStore:
         safe = redact(config, self.secrets)
         (self.run_dir / CONFIG_FILE).write_text(yaml.safe_dump(safe, sort_keys=False))
 
+    def write_plan(self, plan: PlanFile) -> Path:
+        """plan.json, before the first sample (`evalrun.runlog.PlanFile`)."""
+        return self.write_json(PLAN_FILE, plan.model_dump(mode="json", exclude_none=True))
+
+    def write_summary(self, summary: Summary) -> Path:
+        """summary.json, when the run ends or stops (docs/summary-schema.md)."""
+        return self.write_json(SUMMARY_FILE, summary.model_dump(mode="json"))
+
     def write_overrides(self, overrides: list[str]) -> None:
         safe = redact_overrides(overrides, self.secrets)
         (self.run_dir / OVERRIDES_FILE).write_text(yaml.safe_dump(safe))
-
-    def read_overrides(self) -> list[str]:
-        path = self.run_dir / OVERRIDES_FILE
-        return list(yaml.safe_load(path.read_text()) or []) if path.exists() else []
 
     def append(self, record: SampleRecord) -> SampleRecord:
         """Write `record` (scrubbed) durably; return what was written, for the trackers."""
@@ -117,14 +119,6 @@ class RunStore:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(self.secrets.scrub(text), encoding="utf-8", errors="replace")
 
-    def records(self) -> list[SampleRecord]:
-        """Every complete record; a torn last line (a crash mid-write) is skipped."""
-        return list(iter_records(self.samples_path, SampleRecord))
-
-    def digests(self) -> list[SampleDigest]:
-        """Every complete record, parsed only as far as metrics and resume need."""
-        return list(iter_records(self.samples_path, SampleDigest))
-
 
 def _drop_torn_tail(path: Path) -> None:
     """Cut a half-written last line left by a crash, so the next append starts a fresh line."""
@@ -135,97 +129,6 @@ def _drop_torn_tail(path: Path) -> None:
         if data.endswith(b"\n"):
             return
         handle.truncate(data.rfind(b"\n") + 1)
-
-
-M = TypeVar("M", bound=BaseModel)
-
-
-def iter_records(path: Path, model: type[M]) -> Iterator[M]:
-    if not path.exists():
-        return
-    with path.open("rb") as handle:
-        for raw in handle:
-            if not raw.endswith(b"\n") or not raw.strip():
-                continue  # torn final line from a crash, or a blank line
-            try:
-                yield model.model_validate_json(raw)
-            except ValueError:
-                continue
-
-
-def replay_overrides(run_dir: Path, given: list[str]) -> list[str]:
-    """The overrides the run in `run_dir` was composed from, for a resume to replay before
-    `given`. A redacted one (its value masked or scrubbed) is never replayed as `***`: when
-    `given` sets its key again it is dropped, else a `UsageError` names every such key and how
-    to give it again through the environment."""
-    replayed = RunStore(run_dir).read_overrides()
-    redacted = set(redacted_keys(replayed))
-    again = {override_name(a) for a in given if "=" in a}
-    missing = sorted(k for k in redacted if override_name(k) not in again)
-    if missing:
-        raise UsageError(redacted_replay_message(Path(run_dir) / OVERRIDES_FILE, missing))
-    return [o for o in replayed if o.partition("=")[0] not in redacted]
-
-
-# --- the run's state: complete or partial ------------------------------------------------------
-class RunState(BaseModel):
-    """Whether every planned cell has a record. `missing` lists the cells without one
-    (`task#trial`, in plan order): exactly what a resume would run."""
-
-    cells: int
-    recorded: int
-    missing: list[str] = []
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def complete(self) -> bool:
-        return not self.missing and self.recorded == self.cells
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def label(self) -> str:
-        return self.describe()
-
-    def describe(self, shown: int = 5) -> str:
-        """`complete`, or `partial 13/30 (missing cells: a#0, a#1, b#0 and 14 more)`."""
-        if self.complete:
-            return "complete"
-        listed = ", ".join(self.missing[:shown])
-        more = f" and {len(self.missing) - shown} more" if len(self.missing) > shown else ""
-        return f"partial {self.recorded}/{self.cells} (missing cells: {listed}{more})"
-
-
-def run_state(planned: Iterable[CellKey], recorded: Iterable[CellKey]) -> RunState:
-    """THE definition of a run's state: which planned cells (a task at its planned fingerprint,
-    a trial) have at least one record. Every reader - summary, ls, show, report, gate, diff,
-    trackers - gets the state from here."""
-    cells = list(dict.fromkeys(planned))
-    have = set(recorded)
-    missing = [key.label for key in cells if key not in have]
-    return RunState(cells=len(cells), recorded=len(cells) - len(missing), missing=missing)
-
-
-def planned_cells(plan: Mapping[str, Any]) -> list[CellKey]:
-    """The cells a plan.json names, in plan order (task, then trial)."""
-    trials = int(plan.get("trials", 0))
-    return [
-        CellKey(task_id=str(t["id"]), fingerprint=str(t.get("fingerprint", "")), trial=i)
-        for t in plan.get("tasks", [])
-        for i in range(trials)
-    ]
-
-
-def read_state(run_dir: Path) -> RunState:
-    """The state of a run directory from its files (plan.json, samples.jsonl), read now; a run
-    being written is read as far as it got. `UsageError` when plan.json is unreadable."""
-    path = Path(run_dir) / PLAN_FILE
-    try:
-        plan = json.loads(path.read_text(encoding="utf-8"))
-        cells = planned_cells(plan)
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise UsageError(f"{path}: not a readable evalrun plan ({exc})") from exc
-    recorded = (key for key in iter_records(Path(run_dir) / SAMPLES_FILE, CellKey))
-    return run_state(cells, recorded)
 
 
 # --- one directory, one writer -----------------------------------------------------------------

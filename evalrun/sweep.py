@@ -8,7 +8,7 @@ prints a table:
 
 - the swept values: the `key=value` overrides (from each job's overrides.yaml) that differ
   between jobs;
-- each job's metrics from its summary.json (pass@1, pass@k, pass^k, errors, cost, p95 latency),
+- each job's metrics from its summary.json (`sweep_metrics`, named as in `evalrun.metric_table`),
   and its gate: the job's own threshold profile (from its resolved config.yaml) re-checked here,
   so a broken gate fails the multirun even when jobs ran in other processes;
 - judge agreement, when samples carry judge scores (`SampleRecord.scores[<judge>]`, the keys that
@@ -37,10 +37,11 @@ from omegaconf import DictConfig, OmegaConf
 
 from evalrun.console import make_console, styled
 from evalrun.errors import UsageError
-from evalrun.gate import build_profile, read_summary
+from evalrun.gate import build_profile
+from evalrun.metric_table import metric_interval, metric_value
 from evalrun.metrics import PASS_AT, PASS_HAT, Summary, pass_metric
 from evalrun.records import Outcome, SampleRecord
-from evalrun.store import CONFIG_FILE, SUMMARY_FILE, RunStore
+from evalrun.runlog import RunLog, sweep_jobs
 
 SWEEP_FILE = "sweep.json"
 JUDGE_PASS = 0.5
@@ -74,16 +75,13 @@ def _override_pairs(overrides: list[str]) -> dict[str, str]:
     return pairs
 
 
-def _gate(run_dir: Path, summary: Summary) -> dict[str, Any]:
+def _gate(run: RunLog, summary: Summary) -> dict[str, Any]:
     """Re-check the job's own profile (as resolved in its config.yaml) on its summary."""
-    import yaml
-
-    config = yaml.safe_load((run_dir / CONFIG_FILE).read_text(encoding="utf-8")) or {}
-    profile_cfg = config.get("profile")
+    profile_cfg = run.config.get("profile")
     if not isinstance(profile_cfg, dict):
         return {}
     try:
-        profile = build_profile(OmegaConf.create(profile_cfg), config.get("baseline"))
+        profile = build_profile(OmegaConf.create(profile_cfg), run.config.get("baseline"))
     except UsageError as exc:
         return {"profile": profile_cfg.get("name"), "error": str(exc), "exit_code": 2}
     breaches = [str(b) for b in profile.check(summary)]
@@ -91,18 +89,18 @@ def _gate(run_dir: Path, summary: Summary) -> dict[str, Any]:
 
 
 def load_jobs(sweep_dir: Path) -> list[Job]:
-    """Every numbered job folder under `sweep_dir` that holds a run (has config.yaml)."""
+    """Every numbered job folder under `sweep_dir` that holds a run (config.yaml and plan.json)."""
     jobs = []
-    folders = [p for p in sweep_dir.iterdir() if p.is_dir() and p.name.isdigit()]
-    for folder in sorted(folders, key=lambda p: int(p.name)):
-        if not (folder / CONFIG_FILE).is_file():
-            continue
-        store = RunStore(folder)
-        summary = read_summary(folder, "sweep") if (folder / SUMMARY_FILE).is_file() else None
-        job = Job(int(folder.name), folder, _override_pairs(store.read_overrides()), summary)
-        if summary is not None:
-            job.records = store.records()
-            job.gate = _gate(folder, summary)
+    for folder in sweep_jobs(sweep_dir):
+        try:
+            run = RunLog.open(folder)
+        except UsageError as exc:
+            raise UsageError(f"sweep: {exc}") from exc
+        job = Job(int(folder.name), folder, _override_pairs(run.overrides), None)
+        if run.ended:
+            job.records = list(run.records())
+            job.summary = run.summary(run.planned(job.records))
+            job.gate = _gate(run, job.summary)
         jobs.append(job)
     return jobs
 
@@ -113,28 +111,25 @@ def swept_keys(jobs: list[Job]) -> list[str]:
     return [k for k in keys if len({job.overrides.get(k) for job in jobs}) > 1]
 
 
+def sweep_metrics(k: int) -> list[str]:
+    """The metrics a sweep lines up per job (`evalrun.metric_table` names; k = the job's
+    trials): the pass rates, then what a change usually costs - errors, money, agent time."""
+    passes = [pass_metric(PASS_AT, 1), pass_metric(PASS_AT, k), pass_metric(PASS_HAT, k)]
+    return [*dict.fromkeys(passes), "error_rate", "cost_total", "p95_agent_s"]
+
+
 def job_metrics(summary: Summary) -> dict[str, float | int | None]:
-    k = max(summary.ks, default=1)
-    agent = summary.latency.get("agent")
-    return {
-        "samples": summary.samples,
-        "pass@1": summary.overall.pass_at.get(1),
-        f"pass@{k}": summary.overall.pass_at.get(k),
-        f"pass^{k}": summary.overall.pass_hat.get(k),
-        "errors": summary.errors,
-        "cost_usd": summary.cost.total_usd,
-        "p95_agent_s": agent.p95 if agent else None,
-    }
+    """The job's sample count and its `sweep_metrics`."""
+    names = sweep_metrics(max(summary.ks, default=1))
+    return {"samples": summary.samples, **{name: metric_value(summary, name) for name in names}}
 
 
 def job_intervals(summary: Summary) -> dict[str, dict[str, Any]]:
-    """The 95% intervals of the headline pass metrics (`evalrun.stats.Estimate` as JSON)."""
-    k = max(summary.ks, default=1)
-    heads = dict.fromkeys([(PASS_AT, 1), (PASS_AT, k), (PASS_HAT, k)])
+    """The 95% intervals of the job's metrics that have one (`evalrun.stats.Estimate`)."""
     return {
-        pass_metric(base, kk): asdict(est)
-        for base, kk in heads
-        if (est := summary.overall.interval(base, kk)) is not None
+        name: asdict(est)
+        for name in job_metrics(summary)
+        if name != "samples" and (est := metric_interval(summary, name)) is not None
     }
 
 

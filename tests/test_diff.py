@@ -73,6 +73,9 @@ def test_diff_of_two_crafted_runs(two_runs):
     assert metrics["pass@1"] == {"a": 1.0, "b": 0.0, "delta": -1.0, "higher_is_better": True}
     assert metrics["pass^5"]["delta"] == -1.0
     assert metrics["error_rate"]["higher_is_better"] is False
+    assert list(metrics)[:7] == [  # the metric table's names, in its order
+        "pass@1", "pass@5", "pass^5", "flaky_rate", "error_rate", "cost_total", "cost_per_success"
+    ]  # fmt: skip
     suite = result["significance"]  # both shared tasks fell 1.0 -> 0.0: too few to call
     assert suite == paired
     assert (suite["tasks"], suite["changed_tasks"], suite["mean_delta"]) == (2, 2, -1.0)
@@ -145,7 +148,7 @@ def test_cli_json_and_errors(two_runs, tmp_path):
     proc = evalrun("diff", str(run_a), str(run_b))
     assert proc.returncode == 0 and "Suite" in proc.stdout and "pass@1" in proc.stdout
     missing = evalrun("diff", str(run_a), str(tmp_path / "nowhere"))
-    assert missing.returncode == 2 and "config.yaml not found" in missing.stderr
+    assert missing.returncode == 2 and "nowhere: no such directory" in missing.stderr
     one = evalrun("diff", str(run_a))
     assert one.returncode == 2 and "required: <run-b>" in one.stderr
 

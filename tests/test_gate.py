@@ -358,7 +358,7 @@ def test_cli_exit_codes_and_gating_a_finished_run(make_task, tmp_path):
 
     assert evalrun("gate", str(good), "profile=regression", f"baseline={good}").returncode == 0
     missing = evalrun("gate", str(tmp_path / "nowhere"), "profile=regression")
-    assert missing.returncode == 2 and "summary.json not found" in missing.stderr
+    assert missing.returncode == 2 and "nowhere: no such directory" in missing.stderr
 
     nothing = evalrun("gate", str(good))  # profile=none: no threshold, nothing proven
     assert nothing.returncode == 2

@@ -80,10 +80,10 @@ def test_config_mistakes_fail_at_compose_time(suite, override):
 
 def test_plan_json_has_fingerprints_and_cells(suite):
     plan = plan_for(suite, "trials=2", "tags=sql")
-    data = plan.to_json()
-    assert data["cells"] == 2
-    assert data["tasks"][0]["id"] == "004-sql-medium"
-    assert len(data["tasks"][0]["fingerprint"]) == 64
+    data = plan.to_plan_file()
+    assert data.cells == 2 and data.kind == "tasks" and data.schema_version == 1
+    assert data.tasks[0].id == "004-sql-medium"
+    assert len(data.tasks[0].fingerprint) == 64
 
 
 def test_resolved_config_is_redacted(suite):

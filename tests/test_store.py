@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from evalrun.records import CellKey, Outcome, SampleRecord
+from evalrun.records import CellKey, Outcome, SampleRecord, run_state
 from evalrun.redact import SecretValues
+from evalrun.runlog import PlanFile, PlannedTask, RunLog
 from evalrun.store import (
     LOCK_FILE,
     RunBusy,
@@ -18,7 +19,6 @@ from evalrun.store import (
     RunStore,
     claim_new_run_dir,
     current_writer,
-    run_state,
 )
 
 
@@ -34,25 +34,44 @@ def _rec(trial: int) -> SampleRecord:
     )
 
 
+def _new_run(run_dir: Path) -> RunStore:
+    """A run directory with a config and a plan of one task, two trials: what a run writes
+    before its first sample."""
+    store = RunStore(run_dir)
+    store.create()
+    store.write_config({"trials": 2})
+    store.write_plan(
+        PlanFile(
+            run_id="r", tasks_dir="tasks", trials=2, tasks=[PlannedTask(id="t", fingerprint="f")]
+        )
+    )
+    return store
+
+
+def _trials(run_dir: Path) -> list[int]:
+    return [r.trial for r in RunLog.open(run_dir).records()]
+
+
 def test_records_round_trip(tmp_path):
-    store = RunStore(tmp_path)
+    store = _new_run(tmp_path)
     store.append(_rec(0))
     store.append(_rec(1))
     store.close()
-    assert [r.trial for r in RunStore(tmp_path).records()] == [0, 1]
+    assert _trials(tmp_path) == [0, 1]
 
 
 def test_torn_last_line_is_ignored_and_repaired_before_appending(tmp_path):
-    store = RunStore(tmp_path)
+    store = _new_run(tmp_path)
     store.append(_rec(0))
     store.close()
     with store.samples_path.open("a") as handle:
         handle.write('{"run_id": "r", "task_id": "t", "fing')  # the crash
-    assert [r.trial for r in RunStore(tmp_path).records()] == [0]
+    assert _trials(tmp_path) == [0]
+    assert RunLog.open(tmp_path).state().describe() == "partial 1/2 (missing cells: t#1)"
     again = RunStore(tmp_path)
     again.append(_rec(1))
     again.close()
-    assert [r.trial for r in RunStore(tmp_path).records()] == [0, 1]
+    assert _trials(tmp_path) == [0, 1]
 
 
 # --- one directory, one writer -----------------------------------------------------------------

@@ -12,7 +12,8 @@ from rich.console import Console
 
 from evalrun.metrics import summarize
 from evalrun.records import Outcome, SampleRecord
-from evalrun.store import SUMMARY_FILE, RunStore
+from evalrun.runlog import PlanFile, PlannedTask
+from evalrun.store import RunStore
 from evalrun.sweep import SWEEP_FILE, render, summarize_sweep
 from tests.test_gate import evalrun
 
@@ -72,8 +73,10 @@ def fake_job(root, num, overrides, outcomes_scores):
     store.create()
     store.write_config({"profile": {"_target_": "evalrun.gate.ThresholdProfile", "name": "none"}})
     store.write_overrides(overrides)
-    plan = {"run_id": str(num), "trials": 4, "tasks": [{"id": "t1", "fingerprint": "f"}]}
-    store.write_json("plan.json", plan)
+    plan = PlanFile(
+        run_id=str(num), tasks_dir="tasks", trials=4, tasks=[PlannedTask(id="t1", fingerprint="f")]
+    )
+    store.write_plan(plan)
     records = []
     for trial, (outcome, scores) in enumerate(outcomes_scores):
         rec = SampleRecord(
@@ -91,7 +94,7 @@ def fake_job(root, num, overrides, outcomes_scores):
         records.append(rec)
     store.close()
     summary = summarize(records, {"t1": {"difficulty": "easy", "tags": []}}, run_id="x", trials=4)
-    store.write_json(SUMMARY_FILE, summary.model_dump(mode="json"))
+    store.write_summary(summary)
 
 
 def test_judge_agreement_with_the_oracle_and_between_judges(tmp_path):
@@ -135,7 +138,7 @@ def test_judge_agreement_with_the_oracle_and_between_judges(tmp_path):
 def test_an_unfinished_job_is_listed_without_metrics(tmp_path):
     fake_job(tmp_path, 0, ["agent=oracle"], [("pass", {})])
     fake_job(tmp_path, 1, ["agent=noop"], [("fail", {})])
-    (tmp_path / "1" / SUMMARY_FILE).unlink()
+    (tmp_path / "1" / "summary.json").unlink()
     sweep = summarize_sweep(tmp_path)
     assert [j["finished"] for j in sweep["jobs"]] == [True, False]
     assert sweep["jobs"][1]["metrics"] is None

@@ -32,9 +32,9 @@ Settings and the bundled judge texts: conf/online.yaml; docs/opik.md, "Online ev
 
 def expand_resume(args: list[str]) -> list[str]:
     """`resume=<run-dir>` -> that run's overrides, then the new ones, then run_dir=<run-dir>
-    (a redacted override is never replayed: `evalrun.store.replay_overrides`)."""
+    (a redacted override is never replayed: `evalrun.runlog.RunLog.replayed_overrides`)."""
     from evalrun.opik.rundir import OnlineState
-    from evalrun.store import replay_overrides
+    from evalrun.runlog import RunLog
 
     resumes = [a for a in args if a.startswith("resume=")]
     if not resumes:
@@ -43,7 +43,7 @@ def expand_resume(args: list[str]) -> list[str]:
     if OnlineState.load(run_dir) is None:
         raise UsageError(f"resume: {run_dir} is not an online run directory (no online.json)")
     rest = [a for a in args if not a.startswith("resume=")]
-    return [*replay_overrides(run_dir, rest), *rest, f"run_dir={run_dir}"]
+    return [*RunLog.open(run_dir).replayed_overrides(rest), *rest, f"run_dir={run_dir}"]
 
 
 def online_command(args: list[str], compose: Callable, console: Console) -> int:

@@ -33,26 +33,17 @@ from rich.console import Console
 from evalrun.console import make_console, styled
 from evalrun.errors import UsageError
 from evalrun.gate import build_profile, print_verdict
-from evalrun.metrics import summarize
 from evalrun.opik.conversation import Meter
 from evalrun.opik.criteria import Criterion
 from evalrun.opik.judging import JudgeLoop
-from evalrun.opik.rundir import OnlineState, choose, plan_json, planned, record
+from evalrun.opik.rundir import OnlineState, choose, plan_file, planned, record
 from evalrun.opik.settings import build_criteria, destination, judge_price, read_settings
 from evalrun.opik.source import SOURCES, Judged, Unit, opik_down, sdk_settings
 from evalrun.opik_export import OpikUnavailable, connect
-from evalrun.records import CellKey
 from evalrun.redact import SecretValues, redact
 from evalrun.run_dirs import is_dir_template
-from evalrun.store import (
-    PLAN_FILE,
-    SUMMARY_FILE,
-    RunLock,
-    RunStore,
-    claim_new_run_dir,
-    remove_if_unused,
-    run_state,
-)
+from evalrun.runlog import RunLog
+from evalrun.store import RunLock, RunStore, claim_new_run_dir, remove_if_unused
 
 EXIT_OPIK_DOWN = 2
 EXIT_INTERRUPTED = 130
@@ -110,7 +101,7 @@ class OnlineRun:
             )
             listed = self._list()
             units = self._plan(listed)
-            done = {r.task_id: r for r in self.store.records()}
+            done = {r.task_id: r for r in RunLog.open(self.s.run_dir).records()}
             self._resend(done, {u.id: u for u in listed})
             todo = [u for u in units if u.id not in done]
             if done:
@@ -170,8 +161,7 @@ class OnlineRun:
             self.store.write_config(self.config)
             if self.overrides is not None:
                 self.store.write_overrides(self.overrides)
-            plan = plan_json(self.s.run_dir, self.s.project, units, self.s.workers)
-            self.store.write_json(PLAN_FILE, plan)
+            self.store.write_plan(plan_file(self.s.run_dir, self.s.project, units, self.s.workers))
             self.state.save(self.store)
             return units
         by_id = {u.id: u for u in listed}
@@ -274,14 +264,8 @@ class OnlineRun:
     def _finish(self, units: list[Unit]) -> int:
         from evalrun.opik.report import print_online
 
-        ids = {u.id for u in units}
-        records = [r for r in self.store.digests() if r.task_id in ids]
-        meta = {u.id: {"difficulty": "unknown", "tags": u.tags} for u in units}
-        summary = summarize(records, meta, run_id=self.s.run_dir.name, trials=1)
-        cells = [CellKey(task_id=u.id, fingerprint=u.fingerprint, trial=0) for u in units]
-        state = run_state(cells, [r.key for r in records])  # complete, or partial N/M
-        summary = summary.model_copy(update={"state": state})
-        self.store.write_json(SUMMARY_FILE, summary.model_dump(mode="json"))
+        summary = RunLog.open(self.s.run_dir).summarize()  # the plan's threads, and the state
+        self.store.write_summary(summary)
         self.state.save(self.store)
         try:
             from evalrun.report.files import write_reports

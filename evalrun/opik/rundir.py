@@ -20,19 +20,17 @@ online.json     project, judge config hashes, selection counts, judge spend, why
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, Field
 
 from evalrun.opik.criteria import Criterion
 from evalrun.opik.source import Judged, Unit
 from evalrun.records import AgentResult, Outcome, Phases, SampleRecord, Usage
-from evalrun.store import PLAN_FILE, RunStore
+from evalrun.runlog import PLAN_SCHEMA, PlanFile, PlannedTask, RunKind, RunLog, is_run_dir
+from evalrun.store import RunStore
 
 ONLINE_FILE = "online.json"
-KIND = "online"
 
 
 class CriterionInfo(BaseModel):
@@ -105,35 +103,35 @@ def choose(
     return chosen
 
 
-def plan_json(run_dir: Path, project: str, units: list[Unit], workers: int) -> dict[str, Any]:
+def plan_file(run_dir: Path, project: str, units: list[Unit], workers: int) -> PlanFile:
     """plan.json in the shape every run-directory reader knows (threads as tasks, one trial)."""
-    return {
-        "kind": KIND,
-        "run_id": run_dir.name,
-        "run_dir": str(run_dir),
-        "tasks_dir": f"opik:{project}",
-        "trials": 1,
-        "concurrency": workers,
-        "sandbox": "none",
-        "agent": f"opik:{project}",
-        "tasks": [
-            {"id": u.id, "fingerprint": u.fingerprint, "difficulty": "unknown", "tags": u.tags}
+    return PlanFile(
+        schema_version=PLAN_SCHEMA,
+        kind=RunKind.online,
+        run_id=run_dir.name,
+        run_dir=str(run_dir),
+        tasks_dir=f"opik:{project}",
+        trials=1,
+        concurrency=workers,
+        sandbox="none",
+        agent=f"opik:{project}",
+        tasks=[
+            PlannedTask(id=u.id, fingerprint=u.fingerprint, difficulty="unknown", tags=u.tags)
             for u in units
         ],
-        "cells": len(units),
-    }
+        cells=len(units),
+    )
 
 
 def planned(run_dir: Path) -> dict[str, str] | None:
     """Thread id -> fingerprint, as an earlier session of this online run chose them (None: no
-    plan yet)."""
-    path = Path(run_dir) / PLAN_FILE
-    if not path.is_file():
+    plan yet). `ValueError` when the directory holds another kind of run."""
+    if not is_run_dir(Path(run_dir)):
         return None
-    plan = json.loads(path.read_text(encoding="utf-8"))
-    if plan.get("kind") != KIND:
-        raise ValueError(f"{path} is not an online run's plan")
-    return {str(t["id"]): str(t.get("fingerprint", "")) for t in plan.get("tasks", [])}
+    run = RunLog.open(run_dir)
+    if run.kind is not RunKind.online:
+        raise ValueError(f"{run_dir} holds a {run.kind.value} run, not an online run")
+    return {t.id: t.fingerprint for t in run.plan.tasks}
 
 
 def verdict(

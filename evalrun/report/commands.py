@@ -66,26 +66,24 @@ def show(args: list[str], console: Console) -> int:
         return show_task(run, options.task_id, console)
     render(run.summary, run.run_dir, console)
     for task in run.skipped:
-        console.print(
-            styled("[yellow]skipped[/] {} ({}):", task.get("id"), task.get("kind")),
-            str(task.get("reason")),
-        )
+        console.print(styled("[yellow]skipped[/] {} ({}):", task.id, task.kind), task.reason)
     return 0
 
 
 def show_task(run: RunFiles, task_id: str, console: Console) -> int:
     """One task of a run: what the plan says of it, its samples, its kept task-file fields."""
-    entry = next((t for t in run.plan.get("tasks", []) if t.get("id") == task_id), None)
+    entry = run.plan.task(task_id)
     if entry is None:
-        skipped = next((t for t in run.skipped if t.get("id") == task_id), None)
+        skipped = next((t for t in run.skipped if t.id == task_id), None)
         if skipped is None:
-            known = ", ".join(str(t.get("id")) for t in run.plan.get("tasks", []))
+            known = ", ".join(t.id for t in run.plan.tasks)
             raise UsageError(f"{run.run_dir}: no task {task_id!r} in this run (tasks: {known})")
-        console.print(f"{task_id}: did not run ({skipped.get('kind')}): {skipped.get('reason')}")
+        console.print(f"{task_id}: did not run ({skipped.kind}): {skipped.reason}")
         return 0
     console.print(styled("[bold]{}[/]", task_id))
-    for key in ("format", "difficulty", "tags", "fingerprint"):
-        console.print(f"  {key:<12} {entry.get(key, '')}")
+    shown = {"format": entry.format or "", "difficulty": entry.difficulty, "tags": entry.tags}
+    for key, value in {**shown, "fingerprint": entry.fingerprint}.items():
+        console.print(f"  {key:<12} {value}")
     for rec in (r for r in run.records if r.task_id == task_id):
         reason = f": {rec.reason}" if rec.reason else ""
         console.print(f"  trial {rec.trial:<6} {rec.outcome.value}{reason}")

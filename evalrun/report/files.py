@@ -12,7 +12,8 @@ from pathlib import Path
 
 from evalrun.report.html import render_sweep_html, write_html
 from evalrun.report.junit import write_junit
-from evalrun.report.rundata import is_run_dir, load_run, require_run_dir, sweep_jobs
+from evalrun.report.rundata import load_run
+from evalrun.runlog import RunLog, is_run_dir, sweep_jobs
 from evalrun.store import RunLock
 
 
@@ -30,7 +31,7 @@ def rerender(path: Path) -> list[Path]:
     if not is_run_dir(path) and sweep_jobs(path):
         written = [p for job in sweep_jobs(path) for p in _locked_reports(job)]
         return [*written, render_sweep_html(path)]
-    return _locked_reports(require_run_dir(path))
+    return _locked_reports(RunLog.open(path).run_dir)
 
 
 def _locked_reports(run_dir: Path) -> list[Path]:

@@ -71,10 +71,10 @@ def run_html(run: RunFiles) -> str:
     wall = run.finished_at - run.started_at if run.started_at and run.finished_at else None
     status = run.state.describe() if run.state else "state unknown"
     meta = (
-        f"agent <b>{escape(run.agent)}</b> · sandbox <b>{escape(str(run.plan.get('sandbox')))}</b>"
-        f" · {len(s.tasks)} tasks &times; {escape(str(run.plan.get('trials')))} trials"
+        f"agent <b>{escape(run.agent)}</b> · sandbox <b>{escape(run.plan.sandbox)}</b>"
+        f" · {len(s.tasks)} tasks &times; {run.plan.trials} trials"
         f" · started {escape(when(run.started_at))} · {escape(status)}"
-        f"<br>tasks from <code>{escape(str(run.plan.get('tasks_dir')))}</code>"
+        f"<br>tasks from <code>{escape(run.plan.tasks_dir)}</code>"
     )
     o = s.overall
     heads = [(PASS_AT, 1)] + ([(PASS_AT, kmax), (PASS_HAT, kmax)] if kmax > 1 else [])
@@ -326,8 +326,7 @@ def skipped_section(run: RunFiles) -> str:
     if not run.skipped:
         return ""
     items = "".join(
-        f"<li><code>{escape(str(s.get('id')))}</code> ({escape(str(s.get('kind')))}): "
-        f"{escape(str(s.get('reason')))}</li>"
+        f"<li><code>{escape(s.id)}</code> ({escape(s.kind)}): {escape(s.reason)}</li>"
         for s in run.skipped
     )
     return f"<h3>Skipped: {len(run.skipped)} tasks did not run</h3><ul>{items}</ul>"
@@ -373,9 +372,8 @@ def samples_section(run: RunFiles) -> str:
 def config_section(run: RunFiles) -> str:
     overrides = " ".join(run.overrides) or "(none)"
     fingerprints = "".join(
-        f"<tr><td>{escape(str(t.get('id')))}</td><td><code>"
-        f"{escape(str(t.get('fingerprint', ''))[:16])}</code></td></tr>"
-        for t in run.plan.get("tasks", [])
+        f"<tr><td>{escape(t.id)}</td><td><code>{escape(t.fingerprint[:16])}</code></td></tr>"
+        for t in run.plan.tasks
     )
     return (
         f"<p>Overrides: <code>{escape(overrides)}</code></p>"

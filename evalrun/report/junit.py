@@ -100,7 +100,7 @@ def testcase(suite: str, stats: TaskStats, recs: list[SampleRecord]) -> ET.Eleme
 
 def junit_element(run: RunFiles) -> ET.Element:
     s = run.summary
-    suite = Path(str(run.plan.get("tasks_dir") or "tasks")).name or "tasks"
+    suite = Path(run.plan.tasks_dir or "tasks").name or "tasks"
     cases = [
         testcase(suite, t, [r for r in run.records if r.task_id == t.task_id]) for t in s.tasks
     ]
@@ -115,8 +115,8 @@ def junit_element(run: RunFiles) -> ET.Element:
     started = run.started_at
     stamp = datetime.fromtimestamp(started).isoformat(timespec="seconds") if started else ""
     testsuite = ET.SubElement(root, "testsuite", name=suite, timestamp=stamp, **counts)
-    props = {"run_id": s.run_id, "agent": run.agent, "sandbox": str(run.plan.get("sandbox"))}
-    props |= {"trials": str(run.plan.get("trials")), "run_dir": str(run.run_dir)}
+    props = {"run_id": s.run_id, "agent": run.agent, "sandbox": run.plan.sandbox}
+    props |= {"trials": str(run.plan.trials), "run_dir": str(run.run_dir)}
     if run.state is not None:  # complete, or partial N/M (missing cells: ...)
         props["state"] = run.state.describe()
     props |= {f"pass@{k}": _rate(v) for k, v in s.overall.pass_at.items() if v is not None}

@@ -1,36 +1,24 @@
 """`evalrun ls`: the runs under a folder, newest first, from each run directory's small files.
 
-plan.json, config.yaml and summary.json are read whole; of samples.jsonl only each line's cell
-(task, fingerprint, trial) is parsed, for the run's state (`evalrun.store.read_state`): complete,
-or partial N/M with the missing cells - true even while a run or resume is writing it. Multirun
-jobs (`runs/multirun/<stamp>/<n>/`) are found by walking down a few levels; a folder that is a
-run directory is not searched further.
+Each run is opened with `evalrun.runlog.RunLog` (plan.json, config.yaml and summary.json are read
+whole); of samples.jsonl only each line's cell (task, fingerprint, trial) is parsed, for the run's
+state (`RunLog.state`): complete, or partial N/M with the missing cells - true even while a run
+or resume is writing it. Multirun jobs (`runs/multirun/<stamp>/<n>/`) are found by walking down
+a few levels (`evalrun.runlog.find_run_dirs`); a run directory is not searched further.
 """
 
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-import yaml
 from rich.table import Table
 from rich.text import Text
 
 from evalrun.errors import UsageError
-from evalrun.report.rundata import is_run_dir
-from evalrun.store import (
-    CONFIG_FILE,
-    PLAN_FILE,
-    SAMPLES_FILE,
-    SUMMARY_FILE,
-    current_writer,
-    read_state,
-)
-
-MAX_DEPTH = 4
+from evalrun.runlog import RunLog, find_run_dirs
+from evalrun.store import current_writer
 
 
 @dataclass(frozen=True)
@@ -46,57 +34,25 @@ class RunRow:
     status: str  # "complete", "partial 3/12 (missing cells: ...)", or why it could not be read
 
 
-def find_run_dirs(root: Path) -> list[Path]:
-    found = []
-    for dirpath, dirnames, _ in os.walk(root):
-        here = Path(dirpath)
-        if is_run_dir(here):
-            found.append(here)
-            dirnames[:] = []
-        elif len(here.relative_to(root).parts) >= MAX_DEPTH:
-            dirnames[:] = []
-        else:
-            dirnames.sort()
-    return found
-
-
-def _mtime(*paths: Path) -> float:
-    return next((p.stat().st_mtime for p in paths if p.exists()), 0.0)
-
-
 def read_row(run_dir: Path) -> RunRow:
-    when = _mtime(run_dir / SUMMARY_FILE, run_dir / SAMPLES_FILE, run_dir / PLAN_FILE)
     try:
-        plan = json.loads((run_dir / PLAN_FILE).read_text())
-        config = yaml.safe_load((run_dir / CONFIG_FILE).read_text()) or {}
-        summary_path = run_dir / SUMMARY_FILE
-        summary = json.loads(summary_path.read_text()) if summary_path.exists() else None
-    except (OSError, ValueError, yaml.YAMLError) as exc:
-        return RunRow(run_dir, when, "?", "?", 0, 0, None, None, f"unreadable: {exc}")
-    agent = str(plan.get("agent", "?"))
-    provider = (config.get("agent") or {}).get("provider") if isinstance(config, dict) else None
-    if isinstance(provider, dict) and provider.get("model"):
-        agent = f"{agent} ({provider['model']})"
-    pass_at_1 = cost = None
-    if summary is not None:
-        pass_at_1 = (summary.get("overall") or {}).get("pass_at", {}).get("1")
-        cost = (summary.get("cost") or {}).get("total_usd")
-    try:
-        status = read_state(run_dir).describe(shown=3)
+        run = RunLog.open(run_dir)
+        status = run.state().describe(shown=3)
     except UsageError as exc:
-        status = f"unreadable: {exc}"
+        return RunRow(run_dir, 0.0, "?", "?", 0, 0, None, None, f"unreadable: {exc}")
     writer = current_writer(run_dir)
     if writer is not None:
         status += f" - being written by pid {writer.pid} ({writer.what})"
+    summary = run.saved_summary
     return RunRow(
         run_dir=run_dir,
-        when=when,
-        agent=agent,
-        sandbox=str(plan.get("sandbox", "?")),
-        tasks=len(plan.get("tasks", [])),
-        trials=int(plan.get("trials", 0)),
-        pass_at_1=pass_at_1,
-        cost_usd=cost,
+        when=run.last_written,
+        agent=run.agent,
+        sandbox=run.plan.sandbox,
+        tasks=len(run.plan.tasks),
+        trials=run.plan.trials,
+        pass_at_1=summary.overall.pass_at.get(1) if summary else None,
+        cost_usd=summary.cost.total_usd if summary else None,
         status=status,
     )
 

@@ -28,8 +28,9 @@ from evalrun.report.page import (
     table,
     text_cell,
 )
-from evalrun.report.rundata import HTML_FILE, RunFiles, load_run, sweep_jobs
+from evalrun.report.rundata import HTML_FILE, RunFiles, load_run
 from evalrun.report.svg import PALETTE, Series, bar_chart, line_chart
+from evalrun.runlog import sweep_jobs
 
 IGNORED_KEYS = ("run_dir",)
 

@@ -17,7 +17,7 @@ from rich.console import Console
 from evalrun.cli import compose_config
 from evalrun.records import SampleRecord
 from evalrun.runner import run
-from evalrun.store import RunStore
+from evalrun.runlog import RunLog
 from tests.conftest import REPO
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -55,7 +55,7 @@ def run_eval(suite: Path, run_dir: Path, *overrides: str) -> Finished:
     cfg = compose_config([f"tasks_dir={suite}", f"run_dir={run_dir}", "concurrency=1", *overrides])
     out = io.StringIO()
     code = run(cfg, Console(file=out, width=200))
-    return Finished(code, list(RunStore(run_dir).records()), out.getvalue(), run_dir)
+    return Finished(code, list(RunLog.open(run_dir).records()), out.getvalue(), run_dir)
 
 
 def evalrun_cli(*args: str, env: dict[str, str] | None = None, cwd: Path = REPO):

@@ -26,7 +26,7 @@ from evalrun.probes.replay import ReplayAgent
 from evalrun.records import AgentResult, Outcome
 from evalrun.runner import run
 from evalrun.sandbox.local import LocalBackend
-from evalrun.store import RunStore
+from evalrun.runlog import RunLog
 from tests.conftest import require_engine
 from tests.test_gate import evalrun
 
@@ -110,7 +110,7 @@ def test_probe_run_gets_trials_store_metrics_and_expectation_rates(tmp_path):
     )
     out = io.StringIO()
     assert run(cfg, Console(file=out, width=200)) == 0
-    records = RunStore(run_dir).records()
+    records = list(RunLog.open(run_dir).records())
     assert len(records) == 4 and all(r.outcome is Outcome.passed for r in records)
     p03 = next(r for r in records if r.task_id == "p03-edit-precision")
     assert set(p03.scores) >= {"expect:used_edit", "expect:small_diff"}

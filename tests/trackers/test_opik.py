@@ -190,7 +190,7 @@ def test_opik_dying_mid_run_is_reported_once_and_push_catches_up(
     store = RunStore(run_dir)
     store.create()
     store.write_config(plan.config)
-    store.write_json("plan.json", plan.to_json())
+    store.write_plan(plan.to_plan_file())
     plan.tracker.start(plan)
     assert len(standin.experiments) == 1
     standin.go_down()
@@ -295,7 +295,7 @@ def test_unconfigured_opik_is_reported_once_and_the_run_completes(
 
 def test_push_refuses_what_is_not_a_run_directory(tmp_path, standin, capsys):
     assert cli("push", str(tmp_path)) == 2
-    assert "plan.json: missing" in capsys.readouterr().err
+    assert "is not a run directory: config.yaml and plan.json not found" in capsys.readouterr().err
     assert standin.requests == []
 
 

@@ -72,7 +72,7 @@ def test_experiment_scores_are_the_suite_aggregates():
     scores = experiment_scores(summary)
     assert scores["pass@1"] == 0.5 and scores["flaky_rate"] == 1.0
     assert scores["error_rate"] == 1 / 3
-    assert "pass@3" not in scores and "cost_per_success_usd" not in scores  # undefined: absent
+    assert "pass@3" not in scores and "cost_per_success" not in scores  # undefined: absent
     # one task: its trials cannot tell how tasks differ, so no interval is sent
     assert "pass@1_ci95_low" not in scores
     two = summarize(
