@@ -209,14 +209,14 @@ def cmd_info(args: list[str]) -> int:
 
 def cmd_push(args: list[str]) -> int:
     """evalrun push <run-dir> [tracker.<key>=...]: send a finished run to Opik (no duplicates)."""
-    from evalrun.opik_push import push_command
+    from evalrun.opik.push import push_command
 
     return push_command(args, compose_config, _console())
 
 
 def cmd_sync(args: list[str]) -> int:
     """evalrun sync [tasks_dir=...] [tracker.<key>=...]: upsert the suite's Opik dataset."""
-    from evalrun.opik_push import sync_command
+    from evalrun.opik.push import sync_command
 
     return sync_command(args, compose_config, _console())
 

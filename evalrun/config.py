@@ -159,7 +159,7 @@ class LocalTrackerConf(TrackerConf):
 
 @dataclass
 class OpikTrackerConf(TrackerConf):
-    _target_: str = "evalrun.trackers.opik.OpikTracker"
+    _target_: str = "evalrun.opik.tracker.OpikTracker"
     project: str = "evalrun"  # conf/tracker/opik.yaml: ${oc.env:EVAL_PROJECT_NAME,evalrun}
     dataset: str | None = None  # None: evalrun-<tasks dir name>-v1
     host: str | None = None  # None: the SDK's OPIK_URL_OVERRIDE / ~/.opik.config
@@ -183,7 +183,7 @@ class NoJudgeConf(JudgeConf):
 
 @dataclass
 class GEvalJudgeConf(JudgeConf):
-    _target_: str = "evalrun.judges.GEvalJudge"
+    _target_: str = "evalrun.opik.geval.GEvalJudge"
     model: str | None = None  # LiteLLM model string, e.g. openai/gpt-4o-mini; None: the provider's
     base_url: str | None = None
     api_key_env: str | None = None  # the variable's NAME; the key is read where it is used

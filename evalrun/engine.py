@@ -22,6 +22,7 @@ from evalrun.agents.base import Agent
 from evalrun.errors import HarnessError, SandboxError
 from evalrun.formats.base import SetupFailed
 from evalrun.records import AgentResult, CellKey, Outcome, Phases, SampleRecord
+from evalrun.retry import async_retrying
 from evalrun.sandbox.base import Sandbox, SandboxBackend
 from evalrun.sandbox.output import tail_text
 from evalrun.tasks import Task
@@ -179,14 +180,14 @@ async def run_sample(
 ) -> SampleRecord:
     """`attempt_sample`, retrying harness errors up to `limits.max_retries` times with backoff
     (not once `stop_reason()` says the run must stop)."""
-    attempt = 0
-    while True:
-        attempt += 1
-        rec = await attempt_sample(task, trial, agent, backend, limits, run_id, log)
-        stopped = stop_reason is not None and stop_reason() is not None  # e.g. run budget spent
-        if rec.outcome is not Outcome.error or attempt > limits.max_retries or stopped:
-            return rec.model_copy(update={"attempts": attempt})
-        await asyncio.sleep(limits.retry_backoff_s * 2 ** (attempt - 1))
+    retryer = async_retrying(
+        1 + limits.max_retries,
+        limits.retry_backoff_s,
+        on_result=lambda rec: rec.outcome is Outcome.error,
+        give_up=lambda: stop_reason is not None and stop_reason() is not None,  # e.g. budget
+    )
+    rec = await retryer(attempt_sample, task, trial, agent, backend, limits, run_id, log)
+    return rec.model_copy(update={"attempts": retryer.statistics["attempt_number"]})
 
 
 Cell = tuple[Task, int]

@@ -94,7 +94,7 @@ JUDGE = "judge"
 
 _PASS = re.compile(r"^(pass[@^])(\d+|k)$")
 _SCOPED = re.compile(r"^(tag|difficulty|task):([^:]+):(.+)$")
-_JUDGE = re.compile(r"^judge:([^:]+)$")
+_JUDGE = re.compile(r"^judge:(.+)$")  # a score name may hold ":" (expect:<name>)
 _warned: set[str] = set()
 
 

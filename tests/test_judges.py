@@ -16,7 +16,8 @@ from rich.console import Console
 
 from evalrun.cli import compose_config
 from evalrun.errors import UsageError
-from evalrun.judges import GEvalJudge, build_judge, judge_input
+from evalrun.judges import build_judge, judge_input
+from evalrun.opik.geval import GEvalJudge
 from evalrun.records import AgentResult, Outcome, SampleRecord, ToolCall
 from evalrun.runner import run
 from evalrun.tasks import load_task

@@ -8,7 +8,7 @@ import pytest
 from evalrun.gate import ThresholdProfile
 from evalrun.metric_table import FIXED, headline, headline_names, metric_value, parse_metric
 from evalrun.metrics import summarize
-from evalrun.opik_traces import experiment_scores
+from evalrun.opik.traces import experiment_scores
 from evalrun.records import AgentResult, Outcome, Phases, SampleRecord, Usage
 from evalrun.sweep import job_metrics
 

@@ -22,7 +22,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalrun.judges import INPUT_CHARS, geval_score
+from evalrun.judges import INPUT_CHARS
+from evalrun.opik.geval import geval_score
 from evalrun.pricing import Price
 
 INPUT_KEYS = ("input", "question", "prompt", "query", "message", "user", "content", "text")

@@ -35,11 +35,11 @@ from evalrun.errors import UsageError
 from evalrun.gate import build_profile, print_verdict
 from evalrun.opik.conversation import Meter
 from evalrun.opik.criteria import Criterion
+from evalrun.opik.export import OpikUnavailable, connect
 from evalrun.opik.judging import JudgeLoop
 from evalrun.opik.rundir import OnlineState, choose, plan_file, planned, record
 from evalrun.opik.settings import build_criteria, destination, judge_price, read_settings
 from evalrun.opik.source import SOURCES, Judged, Unit, opik_down, sdk_settings
-from evalrun.opik_export import OpikUnavailable, connect
 from evalrun.redact import SecretValues, redact
 from evalrun.run_dirs import is_dir_template
 from evalrun.runlog import RunLog

@@ -32,8 +32,8 @@ from rich.console import Console
 from evalrun.errors import UsageError
 from evalrun.opik.conversation import Meter, metered_model
 from evalrun.opik.criteria import MARKER, Criterion, rule_messages
+from evalrun.opik.export import connect
 from evalrun.opik.settings import build_criteria, destination, judge_price, read_settings
-from evalrun.opik_export import connect
 
 RULE_PREFIX = "evalrun "
 RULE_TYPES = {"threads": "trace_thread_llm_as_judge", "traces": "llm_as_judge"}

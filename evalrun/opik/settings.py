@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from evalrun.errors import UsageError
-from evalrun.judges import GEvalJudge, build_judge
+from evalrun.judges import build_judge
 from evalrun.opik.criteria import Criterion, load_specs
-from evalrun.opik_link import OpikDestination
+from evalrun.opik.geval import GEvalJudge
+from evalrun.opik.link import OpikDestination
 from evalrun.pricing import Price, resolve_price
 
 LEVELS = ("threads", "traces")

@@ -26,7 +26,7 @@ from typing import Any
 
 from evalrun.opik.conversation import render
 from evalrun.opik.criteria import Criterion
-from evalrun.opik_link import OpikDestination
+from evalrun.opik.link import OpikDestination
 
 
 def opik_down(exc: BaseException) -> bool:

@@ -4,8 +4,9 @@ A probe's overall pass rate is its pass@1 like any task's; this adds *which* exp
 way and how often - e.g. "edit-precision: used edit 5/5, diff at most 3 lines 2/5". Written to
 `<run_dir>/probes.json` and printed after the run's own report.
 
-With `tracker=opik`, probes with `assertions:` were also judged as an Opik test suite
-(`evalrun.opik_suite`); that pass rate sits beside the expectations as `opik:assertions`.
+A tracker that judged the probes' `assertions:` (`tracker=opik` runs them as an Opik test suite,
+`evalrun.opik.suite`) hands its per-probe pass rates over with `write_assertion_results`; they
+sit beside the expectations as `opik:assertions`. This module never imports a tracker.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import json
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -23,6 +25,7 @@ from evalrun.probes.format import SCORE_PREFIX
 from evalrun.records import Outcome, SampleRecord
 
 PROBES_FILE = "probes.json"
+ASSERTIONS_FILE = "probes_opik.json"  # a tracker's judged assertions, per probe
 OPIK_KEY = "opik:assertions"
 
 
@@ -43,14 +46,27 @@ def expectation_rates(records: Iterable[SampleRecord]) -> dict[str, dict[str, di
     }
 
 
+def write_assertion_results(run_dir: Path, results: dict[str, Any]) -> None:
+    """What a tracker's judge made of the probes' assertions: `{"probes": {probe: {"passed",
+    "samples", "rate"}}, ...}`, read back by `report_expectations`."""
+    (Path(run_dir) / ASSERTIONS_FILE).write_text(json.dumps(results, indent=2) + "\n")
+
+
+def read_assertion_results(run_dir: Path) -> dict[str, dict[str, Any]]:
+    """probe id -> {"passed", "samples", "rate"} from a tracker's assertion run; {} when none."""
+    path = Path(run_dir) / ASSERTIONS_FILE
+    try:
+        return dict(json.loads(path.read_text()).get("probes", {}))
+    except (OSError, ValueError, AttributeError):
+        return {}
+
+
 def report_expectations(run_dir: Path, records: list[SampleRecord], console: Console) -> None:
     """Write probes.json and print the table; does nothing for a run without probe samples."""
-    from evalrun.opik_suite import read_results
-
     rates = expectation_rates(records)
     if not rates:
         return
-    for probe, entry in read_results(run_dir).items():
+    for probe, entry in read_assertion_results(run_dir).items():
         if probe in rates:
             rates[probe][OPIK_KEY] = entry
     (Path(run_dir) / PROBES_FILE).write_text(json.dumps(rates, indent=2) + "\n")

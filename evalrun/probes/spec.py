@@ -71,7 +71,7 @@ class ProbeSpec(BaseModel):
     judges: tuple[JudgeSpec, ...] = ()
     agent_timeout_s: float | None = Field(default=None, gt=0)
     # Natural-language checks of the final answer, run as an Opik test suite with tracker=opik
-    # (evalrun.opik_suite), beside the deterministic expectations; ignored by other trackers.
+    # (evalrun.opik.suite), beside the deterministic expectations; ignored by other trackers.
     assertions: tuple[Annotated[str, Field(min_length=1)], ...] = ()
 
     @property

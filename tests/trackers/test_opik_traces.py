@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 from evalrun.metrics import summarize
-from evalrun.opik_traces import (
+from evalrun.opik.traces import (
     experiment_scores,
     feedback_scores,
     span_kwargs,

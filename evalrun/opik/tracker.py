@@ -3,10 +3,10 @@
 The local run directory is written as always; Opik is a second sink and never a reason for a run
 to fail. If Opik is missing, misconfigured or unreachable at the start, or stops answering later,
 the tracker says so once on stderr, stops sending, and the run completes with everything kept
-locally; `evalrun push <run-dir>` sends it later (see `evalrun.opik_push`). What is sent and how
-duplicates are avoided is described in `evalrun.opik_export`. A probes run whose probes carry
+locally; `evalrun push <run-dir>` sends it later (see `evalrun.opik.push`). What is sent and how
+duplicates are avoided is described in `evalrun.opik.export`. A probes run whose probes carry
 `assertions:` also runs them as an Opik test suite once the experiment is complete
-(`evalrun.opik_suite`); a failure there is reported once and leaves the run as it was.
+(`evalrun.opik.suite`); a failure there is reported once and leaves the run as it was.
 
 opik is imported only when a run starts with this tracker. Exercised against a local stand-in
 for Opik's REST API (`tests/opik_standin.py`), not a real Opik server.
@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 from evalrun.console import make_console, styled
 from evalrun.errors import UsageError
 from evalrun.extras import require
-from evalrun.opik_export import ExperimentExport, connect
-from evalrun.opik_link import OpikDestination, OpikLink, new_link, task_item
+from evalrun.opik.export import ExperimentExport, connect
+from evalrun.opik.link import OpikDestination, OpikLink, new_link, task_item
 from evalrun.records import SampleRecord
 
 if TYPE_CHECKING:
@@ -125,7 +125,8 @@ class OpikTracker:
 
     def _run_assertions(self, link: OpikLink) -> None:
         """The probes' assertions as an Opik test suite; a problem is reported once, no more."""
-        from evalrun.opik_suite import JudgeRoute, run_suite, suite_items, write_results
+        from evalrun.opik.suite import JudgeRoute, run_suite, suite_items
+        from evalrun.probes.report import write_assertion_results
 
         route = JudgeRoute.of(self._judge)
         if route is None:
@@ -146,7 +147,7 @@ class OpikTracker:
                 with contextlib.suppress(Exception):
                     client.end(flush=True)
             assert self._run_dir is not None
-            write_results(self._run_dir, results)
+            write_assertion_results(self._run_dir, results)
         except Exception as exc:
             self.console.print(
                 styled("[yellow]opik:[/]"),

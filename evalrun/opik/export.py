@@ -8,11 +8,11 @@ directory), so both produce the same objects with the same ids:
   whose content is already there, so upserting twice adds nothing; a changed task (new
   fingerprint) updates its item in place.
 - **Experiment** named after the run, its id allocated once and kept in `<run-dir>/opik.json`
-  (`evalrun.opik_link`); `experiment_config` is the redacted resolved config plus
+  (`evalrun.opik.link`); `experiment_config` is the redacted resolved config plus
   `reproduction`; when the run's samples are sent, its state is added (`run_state`).
-- **Traces** with deterministic ids (`opik_traces.trace_id`). Before sending, the experiment's
-  existing items are listed and samples already linked to it are skipped, so pushing a run
-  twice - or resuming one - sends nothing twice.
+- **Traces** with deterministic ids (`evalrun.opik.traces.trace_id`). Before sending, the
+  experiment's existing items are listed and samples already linked to it are skipped, so
+  pushing a run twice - or resuming one - sends nothing twice.
 
 opik is imported only inside `connect`. No Opik server is reachable where evalrun is developed:
 every path here was exercised against `tests/opik_standin.py`, a local HTTP stand-in for the
@@ -24,15 +24,14 @@ from __future__ import annotations
 import json
 import logging
 import os
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evalrun.errors import UsageError
 from evalrun.metrics import Summary
-from evalrun.opik_link import OpikDestination, OpikLink, TaskItem
-from evalrun.opik_traces import (
+from evalrun.opik.link import OpikDestination, OpikLink, TaskItem
+from evalrun.opik.traces import (
     dataset_item_id,
     experiment_scores,
     span_kwargs,
@@ -40,6 +39,7 @@ from evalrun.opik_traces import (
     trace_kwargs,
 )
 from evalrun.records import SampleRecord
+from evalrun.retry import retrying
 
 if TYPE_CHECKING:
     import opik
@@ -219,12 +219,8 @@ class ExperimentExport:
     def _unconfirmed(self) -> int:
         """How many samples sent in this session the experiment does not list yet (re-read a
         few times, for a server that makes writes visible with a short delay)."""
-        for wait_s in (0.0, 1.0, 2.0):
-            time.sleep(wait_s)
-            missing = self._sent - self._existing_trace_ids()
-            if not missing:
-                return 0
-        return len(missing)
+        reread = retrying(3, waits=(1.0, 2.0), on_result=bool)
+        return len(reread(lambda: self._sent - self._existing_trace_ids()))
 
     def _log_experiment_scores(self, summary: Summary) -> None:
         """What Experiment.log_experiment_scores sends, without importing opik.evaluation

@@ -23,8 +23,8 @@ from rich.console import Console
 from evalrun.arguments import CommandParser
 from evalrun.console import styled
 from evalrun.errors import TaskFormatError, UsageError
-from evalrun.opik_export import ExperimentExport, connect, upsert_dataset
-from evalrun.opik_link import OpikDestination, OpikLink, TaskItem, new_link, task_item
+from evalrun.opik.export import ExperimentExport, connect, upsert_dataset
+from evalrun.opik.link import OpikDestination, OpikLink, TaskItem, new_link, task_item
 from evalrun.runlog import RunLog
 from evalrun.store import RunLock
 from evalrun.tasks import Task, load_task
@@ -132,7 +132,7 @@ def sync(suite_dir: Path, tasks: list[Task], dest: OpikDestination) -> SyncResul
 
 def destination(tracker: Any) -> OpikDestination:
     """The Opik destination from a composed `tracker=opik` config node."""
-    if tracker.get("_target_") != "evalrun.trackers.opik.OpikTracker":
+    if tracker.get("_target_") != "evalrun.opik.tracker.OpikTracker":
         raise UsageError("push/sync send to Opik: leave `tracker` at opik (tracker.<key>=... only)")
     return OpikDestination(
         project=tracker.project,

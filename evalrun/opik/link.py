@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from evalrun.errors import UsageError
-from evalrun.opik_traces import stable_uuid7
+from evalrun.opik.traces import stable_uuid7
 from evalrun.provenance import reproduction_info
 from evalrun.tasks import Task
 

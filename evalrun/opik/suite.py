@@ -7,9 +7,10 @@ items already there), inserting one item per sample - its probe, trial and final
 the probe's assertions - and calling `opik.run_tests`, whose task hands back the recorded answer:
 nothing is re-run, Opik's LLM judge only reads what the agent said.
 
-The per-probe Opik pass rate (items that passed / items) is written to `<run_dir>/probes_opik.json`
-and shown beside the expectation pass rates (`evalrun.probes.report`). An assertion the judge
-could not score counts as failed, as Opik counts it.
+The per-probe Opik pass rate (items that passed / items) is handed to the probes report
+(`evalrun.probes.report.write_assertion_results`: `<run_dir>/probes_opik.json`) and shown beside
+the expectation pass rates. An assertion the judge could not score counts as failed, as Opik
+counts it.
 
 The judge model is the run's `judge=` option (its model, base URL and key); `judge=none` means
 no suite. opik and litellm are imported only here, when a suite runs. Exercised against local
@@ -19,18 +20,16 @@ stand-ins of Opik's REST API and of an OpenAI-compatible model (`tests/opik_stan
 
 from __future__ import annotations
 
-import json
 import os
 from collections import defaultdict
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from evalrun.opik.geval import GEvalJudge
 from evalrun.providers import NO_KEY
 from evalrun.records import Outcome, SampleRecord
 
 SUITE_PREFIX = "evalrun-probe-assertions"
-RESULTS_FILE = "probes_opik.json"
 
 
 @dataclass(frozen=True)
@@ -42,15 +41,13 @@ class JudgeRoute:
     api_key: str | None = None
 
     @classmethod
-    def of(cls, judge: Any) -> JudgeRoute | None:
+    def of(cls, judge: object) -> JudgeRoute | None:
         """The route of a `GEvalJudge`; None for `judge=none` or a judge without a model."""
-        model = getattr(judge, "model", None)
-        if not model:
+        if not isinstance(judge, GEvalJudge) or not judge.model:
             return None
-        base_url = getattr(judge, "base_url", None)
-        key_env = getattr(judge, "api_key_env", None)
+        base_url, key_env = judge.base_url, judge.api_key_env
         key = os.environ.get(key_env, "") if key_env else (NO_KEY if base_url else None)
-        return cls(model=model, api_base=base_url, api_key=key)
+        return cls(model=judge.model, api_base=base_url, api_key=key)
 
 
 def suite_items(
@@ -117,16 +114,3 @@ def run_suite(
             p: {"passed": c, "samples": n, "rate": c / n} for p, (c, n) in sorted(tally.items())
         },
     }
-
-
-def write_results(run_dir: Path, results: dict[str, Any]) -> None:
-    (Path(run_dir) / RESULTS_FILE).write_text(json.dumps(results, indent=2) + "\n")
-
-
-def read_results(run_dir: Path) -> dict[str, dict[str, Any]]:
-    """probe id -> {"passed", "samples", "rate"} from a run's Opik suite; {} when none ran."""
-    path = Path(run_dir) / RESULTS_FILE
-    try:
-        return dict(json.loads(path.read_text()).get("probes", {}))
-    except (OSError, ValueError, AttributeError):
-        return {}
