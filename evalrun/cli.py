@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
@@ -19,6 +20,9 @@ from evalrun.console import make_console, styled
 from evalrun.errors import UsageError
 from evalrun.extras import require
 from evalrun.project import locate_config
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
 
 _err = make_console(stderr=True, soft_wrap=True)
 
@@ -35,7 +39,7 @@ def _console() -> Console:
 
 def compose_config(
     overrides: list[str], *, return_hydra_config: bool = False, config_name: str | None = None
-):
+) -> DictConfig:
     """Compose the config with Hydra overrides, outside of `@hydra.main`: the project's
     conf/evalrun.yaml in an evalrun project folder, else the packaged conf/config.yaml.
     `config_name` composes another packaged primary config instead (`online`: conf/online.yaml),
@@ -260,19 +264,18 @@ _exit_codes: list[int] = []
 _job_started = False
 
 
-def _run_job(cfg) -> None:
+def _run_job(cfg: DictConfig) -> None:
     """The body of every Hydra job: one evaluation run in Hydra's output directory."""
     global _job_started
     _job_started = True
     from hydra.core.hydra_config import HydraConfig
-    from omegaconf import OmegaConf
 
     from evalrun.runner import run
 
     hydra_cfg = HydraConfig.get()
     run_dir = Path(hydra_cfg.runtime.output_dir)
     cfg.run_dir = str(run_dir)
-    task_overrides = OmegaConf.to_container(hydra_cfg.overrides.task, resolve=False)
+    task_overrides = list(hydra_cfg.overrides.task)
     overrides = [str(o) for o in task_overrides if not str(o).startswith("run_dir=")]
     try:
         _exit_codes.append(run(cfg, _console(), overrides=overrides))

@@ -300,6 +300,15 @@ class OnlineConfig:
     baseline: str | None = None
 
 
+def resolved_dict(cfg: Any) -> dict[str, Any]:
+    """The composed config as plain data, every interpolation resolved (what a run records)."""
+    from omegaconf import OmegaConf
+
+    data = OmegaConf.to_container(cfg, resolve=True)
+    assert isinstance(data, dict)
+    return {str(key): value for key, value in data.items()}
+
+
 def register_configs() -> None:
     """Put every schema in the ConfigStore (idempotent; called before composing)."""
     cs = ConfigStore.instance()

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager, suppress
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from evalrun.agents.base import Agent
 from evalrun.errors import HarnessError, SandboxError
@@ -72,7 +72,7 @@ async def attempt_sample(
     phases = Phases()
     fields: dict = {}
 
-    def record(outcome: Outcome, **extra) -> SampleRecord:
+    def record(outcome: Outcome, **extra: Any) -> SampleRecord:
         return SampleRecord(
             run_id=run_id,
             task_id=task.id,
@@ -186,7 +186,9 @@ async def run_sample(
         on_result=lambda rec: rec.outcome is Outcome.error,
         give_up=lambda: stop_reason is not None and stop_reason() is not None,  # e.g. budget
     )
-    rec = await retryer(attempt_sample, task, trial, agent, backend, limits, run_id, log)
+    rec: SampleRecord = await retryer(
+        attempt_sample, task, trial, agent, backend, limits, run_id, log
+    )
     return rec.model_copy(update={"attempts": retryer.statistics["attempt_number"]})
 
 

@@ -36,9 +36,10 @@ reported as skipped, never as a breach, so one profile serves full runs and slic
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from evalrun.arguments import CommandParser
 from evalrun.console import styled
@@ -54,6 +55,9 @@ from evalrun.metric_table import (
 from evalrun.metrics import Summary, TaskStats, paired_change
 from evalrun.runlog import read_summary
 from evalrun.stats import ALPHA, Estimate, fisher_exact
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 EXIT_PARTIAL = 5  # `evalrun gate` refused a partial run (--allow-partial gates it anyway)
 
@@ -167,6 +171,9 @@ def parse_bound(section: str, ref: MetricRef, raw: object) -> Bound:
     return Bound(float(raw["value"]), on, significant)
 
 
+BoundSpec = float | Mapping[str, Any] | Bound  # a profile entry: a number, a mapping, parsed
+
+
 @dataclass(frozen=True)
 class Baseline:
     """The summary of an earlier run that `max_drop` bounds are measured against."""
@@ -189,9 +196,9 @@ class ThresholdProfile:
     def __init__(
         self,
         name: str = "none",
-        floors: Mapping[str, float | Mapping] | None = None,
-        ceilings: Mapping[str, float | Mapping] | None = None,
-        max_drop: Mapping[str, float | Mapping] | None = None,
+        floors: Mapping[str, BoundSpec] | None = None,
+        ceilings: Mapping[str, BoundSpec] | None = None,
+        max_drop: Mapping[str, BoundSpec] | None = None,
         baseline: Baseline | None = None,
     ):
         self.name = name
@@ -320,7 +327,7 @@ class ThresholdProfile:
         return checked, notes
 
 
-def build_profile(profile_cfg, baseline: str | None) -> ThresholdProfile:
+def build_profile(profile_cfg: Any, baseline: str | None) -> ThresholdProfile:
     """Instantiate the `profile` config group and attach the baseline run (if any)."""
     from hydra.errors import InstantiationException
     from hydra.utils import instantiate
@@ -336,7 +343,7 @@ def build_profile(profile_cfg, baseline: str | None) -> ThresholdProfile:
     return profile.with_baseline(load_baseline(baseline)) if baseline else profile
 
 
-def print_verdict(profile: ThresholdProfile, summary: Summary, console) -> int:
+def print_verdict(profile: ThresholdProfile, summary: Summary, console: Console) -> int:
     """Print one line per broken threshold (and the skipped ones); return the exit code."""
     breaches = profile.check(summary)
     checked, notes = profile.coverage(summary)
@@ -369,7 +376,7 @@ def _profile_names() -> list[str]:
     return sorted(names - {"none"})
 
 
-def gate_command(args: list[str], compose, console) -> int:
+def gate_command(args: list[str], compose: Callable[[list[str]], Any], console: Console) -> int:
     """`evalrun gate <run-dir> [profile=<name>] [baseline=<run-dir>] [--allow-partial]`.
 
     Gates a run that has ended from its summary without running anything. `compose` turns

@@ -61,7 +61,7 @@ def offline_dockerfile(text: str, base_image: str) -> str:
 
 
 def _context_files(context_dir: Path) -> list[Path]:
-    files = []
+    files: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(context_dir):
         dirnames.sort()
         files.extend(Path(dirpath) / name for name in sorted(filenames))

@@ -287,7 +287,8 @@ def summarize(
     scored = [r for r in all_recs if r.outcome is not Outcome.error]
     passes = sum(r.outcome is Outcome.passed for r in scored)
     priced = [r.agent.usage.cost_usd for r in all_recs if r.agent.usage.cost_usd is not None]
-    total_cost = sum(priced) if priced else None
+    total = sum(priced)
+    total_cost = total if priced else None
     return Summary(
         run_id=run_id,
         samples=len(all_recs),
@@ -305,8 +306,8 @@ def summarize(
         },
         cost=CostStats(
             total_usd=total_cost,
-            per_sample_usd=total_cost / len(priced) if priced else None,
-            per_success_usd=(total_cost / passes) if priced and passes else None,
+            per_sample_usd=total / len(priced) if priced else None,
+            per_success_usd=(total / passes) if priced and passes else None,
             priced_samples=len(priced),
             unpriced_samples=len(all_recs) - len(priced),
             cost_equivalent_tokens=sum(r.agent.usage.cost_equivalent_tokens for r in all_recs),

@@ -21,12 +21,13 @@ from typing import Any
 
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 from rich.console import Console
 
 from evalrun.agents.base import Agent
 from evalrun.bundled import PROBES_DIR, TASKS_DIR
+from evalrun.config import resolved_dict
 from evalrun.console import make_console, styled
 from evalrun.engine import Limits
 from evalrun.errors import UsageError
@@ -244,7 +245,7 @@ def _instantiate(node: DictConfig, group: str, **kwargs: Any) -> Any:
 def build(cfg: DictConfig) -> RunPlan:
     """Resolve `cfg` (an `EvalConfig`) into a RunPlan; raises `UsageError` on a bad config."""
     try:
-        resolved = OmegaConf.to_container(cfg, resolve=True)
+        resolved = resolved_dict(cfg)
     except OmegaConfBaseException as exc:  # e.g. an unresolvable ${...} in an override
         raise UsageError(f"config: {exc}".replace("\n", " ")) from exc
     if cfg.trials < 1:
@@ -272,7 +273,6 @@ def build(cfg: DictConfig) -> RunPlan:
         tasks = select(tasks, tags=[], difficulty=[], ids=[], limit=cfg.limit)
     refuse_large_setups(tasks, cfg.setup_max_mb)
     say_loading(suite.warnings, skipped)
-    assert isinstance(resolved, dict)
     run_dir = Path(cfg.run_dir)
     secrets = SecretValues.collect(resolved)
     plan = RunPlan(

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -223,7 +224,9 @@ def report(
     )
 
 
-def power_command(args: list[str], compose, console: Console) -> int:
+def power_command(
+    args: list[str], compose: Callable[[list[str]], Any], console: Console
+) -> int:
     """`evalrun power ...` (module docstring); `compose` is the CLI's `compose_config`."""
     from evalrun.plan import build
 

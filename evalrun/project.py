@@ -106,21 +106,26 @@ class GroupOrigins:
 def group_origins(cfg: Any) -> list[GroupOrigins]:
     """For every evalrun config group (hydra's own left out): which search path entry the chosen
     option comes from, and which options each entry offers."""
-    entries = [e for e in search_path(cfg) if e.folder is not None and e.provider != "hydra"]
+    entries = [
+        (e.label, e.folder)
+        for e in search_path(cfg)
+        if e.folder is not None and e.provider != "hydra"
+    ]
     choices = dict(cfg.hydra.runtime.choices)
     groups = sorted(
-        {p.name for e in entries for p in e.folder.iterdir() if p.is_dir() and _has_yaml(p)}
+        {p.name for _, folder in entries for p in folder.iterdir() if p.is_dir() and _has_yaml(p)}
     )
     result = []
     for group in groups:
         options: dict[str, list[str]] = {}
-        for entry in entries:
-            names = sorted(p.stem for p in (entry.folder / group).glob("*.yaml"))
+        for label, folder in entries:
+            names = sorted(p.stem for p in (folder / group).glob("*.yaml"))
             if names:
-                options.setdefault(entry.label, []).extend(names)
+                options.setdefault(label, []).extend(names)
         chosen = choices.get(group)
         chosen_from = next(
-            (e.label for e in entries if (e.folder / group / f"{chosen}.yaml").is_file()), None
+            (label for label, folder in entries if (folder / group / f"{chosen}.yaml").is_file()),
+            None,
         )
         result.append(GroupOrigins(group, chosen, chosen_from, options))
     return result

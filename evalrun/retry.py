@@ -39,15 +39,20 @@ def _policy(
         retry = retry | tenacity.retry_if_exception_type(Exception)
     stop: Any = tenacity.stop_after_attempt(max(1, tries))
     if give_up is not None:
-        stop = tenacity.stop_any(stop, lambda _state: give_up())
+        stopped = give_up
+
+        class _GiveUp(tenacity.stop.stop_base):
+            def __call__(self, retry_state: RetryCallState) -> bool:
+                return stopped()
+
+        stop = stop | _GiveUp()
+    wait: Any = tenacity.wait_exponential(multiplier=backoff_s, exp_base=2, min=0)
     if waits is not None:
         planned = list(waits)
 
         def wait(state: RetryCallState) -> float:
             return planned[min(state.attempt_number, len(planned)) - 1] if planned else 0.0
 
-    else:
-        wait = tenacity.wait_exponential(multiplier=backoff_s, exp_base=2, min=0)
 
     def last(state: RetryCallState) -> Any:
         assert state.outcome is not None

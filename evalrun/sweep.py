@@ -30,7 +30,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from itertools import combinations
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
@@ -42,6 +42,9 @@ from evalrun.metric_table import metric_interval, metric_value
 from evalrun.metrics import PASS_AT, PASS_HAT, Summary, pass_metric
 from evalrun.records import Outcome, SampleRecord
 from evalrun.runlog import RunLog, sweep_jobs
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 SWEEP_FILE = "sweep.json"
 JUDGE_PASS = 0.5
@@ -205,7 +208,7 @@ def _fmt(value: Any, interval: dict[str, Any] | None = None) -> str:
     return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
-def render(sweep: dict[str, Any], console) -> None:
+def render(sweep: dict[str, Any], console: Console) -> None:
     from rich.table import Table
 
     table = Table(title=f"Sweep {sweep['sweep_dir']}", header_style="bold")
@@ -245,7 +248,7 @@ def render(sweep: dict[str, Any], console) -> None:
     console.print(table)
 
 
-def write_sweep_summary(sweep_dir: Path, console) -> dict[str, Any]:
+def write_sweep_summary(sweep_dir: Path, console: Console) -> dict[str, Any]:
     """Summarise, write sweep.json, print the tables; remember the worst gate exit code."""
     sweep = summarize_sweep(sweep_dir)
     (Path(sweep_dir) / SWEEP_FILE).write_text(json.dumps(sweep, indent=2, default=str) + "\n")

@@ -120,6 +120,7 @@ def load_task(folder: Path, *, reward_threshold: float = 1.0, strict: bool = Fal
         raise TaskFormatError(
             folder, f"holds both {TASK_FILE} (evalrun) and {harbor.TASK_FILE} (Harbor); keep one"
         )
+    fmt: TaskFormat
     if native_file.is_file():
         spec, fmt = native.load(folder)
     elif harbor.is_harbor_folder(folder):

@@ -2,8 +2,8 @@
 # Everything the tests need, then the tests: system packages (bubblewrap, Docker engine,
 # debootstrap, Chromium), the Python environment, the built wheel proven in a fresh virtualenv
 # outside the repository (scripts/wheel-smoke.sh), a running Docker engine with the offline base
-# image, every bundled oracle proven honest, and the whole pytest suite. Nothing is skipped:
-# EVALRUN_CI=1 turns a missing engine into a failure.
+# image, every bundled oracle proven honest, lint and types (ruff, mypy), and the whole pytest
+# suite. Nothing is skipped: EVALRUN_CI=1 turns a missing engine into a failure.
 #
 #   bash scripts/test.sh [pytest args]
 set -euo pipefail
@@ -35,5 +35,8 @@ echo "test: agent CLIs for the preset tests (into the host cache once; seconds w
 echo "test: proving every bundled oracle honest (tasks, then probes)"
 .venv/bin/evalrun check
 .venv/bin/evalrun check suite=probes
+echo "test: ruff (tasks/ and probes/ fixtures excluded in pyproject.toml) and mypy on evalrun/"
+.venv/bin/ruff check .
+.venv/bin/mypy
 echo "test: pytest"
 .venv/bin/python -m pytest -q -ra "$@"

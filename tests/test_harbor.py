@@ -80,12 +80,12 @@ def test_fixture_tasks_map_onto_the_task_model():
     assert words.spec.agent_timeout_s == 120.0
     assert words.format.name == "harbor"
     assert words.format.kept_fields["task.name"] == "evalrun-examples/word-count"
-    assert words.format.config.schema == "1.0"  # `version = 1.0`, a TOML float
+    assert words.format.config.schema_label == "1.0"  # `version = 1.0`, a TOML float
     assert words.format.image is None
 
     stats = tasks["stats-partial"]
     assert stats.format.kept_fields["task.name"] == "stats-partial"  # no org/ prefix
-    assert stats.format.config.schema == "1.1"
+    assert stats.format.config.schema_label == "1.1"
 
     image = tasks["tool-version"].format.image
     assert image is not None and image.context_dir == FIXTURES / "tool-version" / "environment"
@@ -95,7 +95,7 @@ def test_fixture_tasks_map_onto_the_task_model():
 def test_absent_difficulty_means_medium_and_a_version_may_be_an_integer(tmp_path):
     task = load_task(harbor_task(tmp_path, files={"task.toml": "version = 2\n"}))
     assert task.spec.difficulty is Difficulty.medium
-    assert task.format.config.schema == "2"
+    assert task.format.config.schema_label == "2"
     assert task.spec.max_steps > 0 and task.spec.tags == ()
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from evalrun.agents.base import nothing_to_prepare, progress
 from evalrun.agents.coder_model import build_model, cost_of, default_settings
@@ -29,6 +29,9 @@ from evalrun.providers import Provider
 from evalrun.records import AgentResult, Usage
 from evalrun.sandbox.base import Sandbox
 from evalrun.tasks import Task
+
+if TYPE_CHECKING:
+    from pydantic_ai.settings import ModelSettings
 
 INSTRUCTIONS = """\
 You are a careful software engineer working in a code repository; the current directory is its
@@ -114,7 +117,9 @@ class CoderAgent:
             instructions=self.instructions,
             tools=[Tool(fn, sequential=True) for fn in tools.functions()],
             retries=self.tool_retries,
-            model_settings={**default_settings(self.provider), **self.model_settings},
+            model_settings=cast(
+                "ModelSettings", {**default_settings(self.provider), **self.model_settings}
+            ),
         )
         max_steps = task.spec.max_steps
         output, error = "", None

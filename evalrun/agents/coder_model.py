@@ -36,8 +36,8 @@ def build_model(provider: Provider, *, max_retries: int, timeout_s: float) -> tu
         from pydantic_ai.models.openrouter import OpenRouterModel
         from pydantic_ai.providers.openrouter import OpenRouterProvider
 
-        model = OpenRouterModel(provider.model, provider=OpenRouterProvider(openai_client=client))
-        return model, client
+        routed = OpenRouterModel(provider.model, provider=OpenRouterProvider(openai_client=client))
+        return routed, client
 
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.profiles.openai import OpenAIModelProfile

@@ -132,7 +132,8 @@ class Step:
 class StepPlan(Protocol):
     """How a multi-step task's turns run one after another in one sandbox, and add up."""
 
-    steps: tuple[Step, ...]
+    @property
+    def steps(self) -> tuple[Step, ...]: ...
 
     def stop_reason(self, step: Step, verdict: Verdict) -> str | None:
         """Why no later step runs after `step` ended with `verdict` (None: go on)."""
@@ -150,12 +151,34 @@ class TaskFormat(Protocol):
     sandbox itself fails (the engine records those as `error`).
     """
 
-    name: str  # the format's name, shown in plans: "evalrun" or "harbor"
-    layout: FolderLayout
-    sandbox_spec: SandboxSpec  # SandboxSpec(): the backend as configured
-    step_plan: StepPlan | None  # None: one turn - prepare, the agent, grade
-    warnings: tuple[str, ...]  # said once per run (e.g. keys the format's runner ignores)
-    kept_fields: Mapping[str, Any]  # what the task file says that evalrun does not use
+    # read-only members (formats are frozen dataclasses):
+    @property
+    def name(self) -> str:
+        """The format's name, shown in plans: "evalrun", "harbor" or "probe"."""
+        ...
+
+    @property
+    def layout(self) -> FolderLayout: ...
+
+    @property
+    def sandbox_spec(self) -> SandboxSpec:
+        """What the samples' sandboxes must give; SandboxSpec(): the backend as configured."""
+        ...
+
+    @property
+    def step_plan(self) -> StepPlan | None:
+        """None: one turn - prepare, the agent, grade."""
+        ...
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """Said once per run (e.g. keys the format's runner ignores)."""
+        ...
+
+    @property
+    def kept_fields(self) -> Mapping[str, Any]:
+        """What the task file says that evalrun does not use."""
+        ...
 
     def cannot_run_on(self, backend: SandboxBackend) -> str | None:
         """Why this task cannot run on `backend` (None: it can)."""

@@ -182,7 +182,7 @@ class HarborToml(_Table):
         return steps
 
     @property
-    def schema(self) -> str | None:
+    def schema_label(self) -> str | None:
         """The schema version as a string, whichever key and type the file used."""
         value = self.schema_version if self.schema_version is not None else self.version
         return None if value is None else str(value)

@@ -278,7 +278,8 @@ def _prepare_body(api: str, body: bytes, model: str | None) -> tuple[bytes, str 
         return body, model
     model = model or (data.get("model") if isinstance(data.get("model"), str) else None)
     if api == CHAT and data.get("stream"):
-        options = data.get("stream_options") if isinstance(data.get("stream_options"), dict) else {}
+        given = data.get("stream_options")
+        options: dict[str, Any] = given if isinstance(given, dict) else {}
         if not options.get("include_usage"):
             data["stream_options"] = {**options, "include_usage": True}
             return json.dumps(data).encode(), model

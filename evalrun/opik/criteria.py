@@ -128,7 +128,7 @@ def rule_messages(criterion: Criterion, chain_of_thought: str, level: str) -> li
 
     placeholder = THREAD_INPUT if level == "threads" else TRACE_INPUT
     return [
-        dict(message)
+        {str(key): str(value) for key, value in message.items()}
         for message in template.build_query_messages(
             task_introduction=criterion.spec.task_introduction,
             evaluation_criteria=criterion.spec.evaluation_criteria,

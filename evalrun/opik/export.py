@@ -69,7 +69,7 @@ def connect(dest: OpikDestination) -> opik.Opik:
             f"tracker=opik needs the opik SDK ({exc}); install it with: pip install 'evalrun[opik]'"
         ) from exc
     _quiet_sdk_logging()
-    settings = {"url_override": dest.host, "workspace": dest.workspace}
+    settings: dict[str, Any] = {"url_override": dest.host, "workspace": dest.workspace}
     config = OpikConfig(**{k: v for k, v in settings.items() if v})
     misconfigured, message = config.get_misconfiguration_detection_results()
     if misconfigured:

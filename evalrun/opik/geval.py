@@ -91,10 +91,12 @@ class GEvalJudge:
                 f"judge={self.name} needs {', '.join(missing)}: pip install 'evalrun[opik]'"
             )
         if not self.model:
-            follows = f" (it follows provider={self.provider.name}: set provider.model)"
+            follows = ""
+            if self.provider is not None:
+                follows = f" (it follows provider={self.provider.name}: set provider.model)"
             raise UsageError(
                 f"judge.model: judge={self.name} needs a LiteLLM model string such as "
-                "openai/gpt-4o-mini, or EVAL_JUDGE_MODEL" + (follows if self.provider else "")
+                "openai/gpt-4o-mini, or EVAL_JUDGE_MODEL" + follows
             )
         wanted = [self.api_key_env] if self.api_key_env else []
         missing_vars = [v for v in [*wanted, *self.headers_env.values()] if not os.environ.get(v)]

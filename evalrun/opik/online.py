@@ -27,9 +27,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 from rich.console import Console
 
+from evalrun.config import resolved_dict
 from evalrun.console import make_console, styled
 from evalrun.errors import UsageError
 from evalrun.gate import build_profile, print_verdict
@@ -37,7 +38,7 @@ from evalrun.opik.conversation import Meter
 from evalrun.opik.criteria import Criterion
 from evalrun.opik.export import OpikUnavailable, connect
 from evalrun.opik.judging import JudgeLoop
-from evalrun.opik.rundir import OnlineState, choose, plan_file, planned, record
+from evalrun.opik.rundir import CriterionInfo, OnlineState, choose, plan_file, planned, record
 from evalrun.opik.settings import build_criteria, destination, judge_price, read_settings
 from evalrun.opik.source import SOURCES, Judged, Unit, opik_down, sdk_settings
 from evalrun.redact import SecretValues, redact
@@ -68,14 +69,15 @@ class OnlineRun:
         self.meter = Meter(price=judge_price(cfg, self.judge.model, s.budget_usd))
         self.dest = destination(cfg.tracker, s.project)
         self.profile = build_profile(cfg.profile, cfg.baseline)
-        resolved = OmegaConf.to_container(cfg, resolve=True)
+        resolved = resolved_dict(cfg)
         secrets = SecretValues.collect(resolved)  # scrubbed from everything written
         self.config = redact(resolved, secrets)
         self.console, self.overrides = console, overrides
         self.err = make_console(stderr=True, soft_wrap=True)
         self.store = RunStore(s.run_dir, secrets)
         criteria = [
-            {"name": c.name, "model": c.model, "config_hash": c.config_hash} for c in self.criteria
+            CriterionInfo(name=c.name, model=c.model, config_hash=c.config_hash)
+            for c in self.criteria
         ]
         try:
             previous = OnlineState.load(s.run_dir)
@@ -84,7 +86,7 @@ class OnlineRun:
         self.state = previous or OnlineState(
             project=s.project, eval_project=self.dest.project, level=s.level, criteria=criteria
         )
-        if {c.config_hash for c in self.state.criteria} != {c["config_hash"] for c in criteria}:
+        if {c.config_hash for c in self.state.criteria} != {c.config_hash for c in criteria}:
             raise UsageError(
                 f"{s.run_dir} holds an online run made with other judges (texts or model); "
                 "refusing to mix results. Start a new run directory."
@@ -128,7 +130,7 @@ class OnlineRun:
         from opik.rest_api.core.api_error import ApiError
 
         try:
-            return self.source.list(self.s.since, self.s.max_scan)
+            return self.source.list_units(self.s.since, self.s.max_scan)
         except ApiError as exc:
             if exc.status_code == 404:
                 raise UsageError(f"project: Opik has no project named {self.s.project!r}") from None

@@ -146,14 +146,14 @@ def create_rules(cfg: Any, console: Console) -> int:
         name = rule_name(criterion)
         current = existing.get(name)
         wanted = {**settings, "name": name}
-        same_text = (
-            current is not None
-            and current.type == RULE_TYPES[s.level]
+        same_text = current is not None and (
+            current.type == RULE_TYPES[s.level]
             and rule_hash(current) == criterion.config_hash
             and getattr(_code(current).model, "name", None) == model
         )
         if (
-            same_text
+            current is not None
+            and same_text
             and current.sampling_rate == s.sample_rate
             and current.enabled == wanted["enabled"]
         ):
@@ -161,7 +161,7 @@ def create_rules(cfg: Any, console: Console) -> int:
                 f"unchanged  {name}  ({criterion.marker})", highlight=False, soft_wrap=True
             )
             continue
-        if same_text:
+        if current is not None and same_text:
             code = _code(current).model_dump()
             api.update_automation_rule_evaluator(
                 current.id, request=_body("Update", code, wanted, s.level)

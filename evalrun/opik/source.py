@@ -22,7 +22,7 @@ import hashlib
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from evalrun.opik.conversation import render
 from evalrun.opik.criteria import Criterion
@@ -108,7 +108,7 @@ class ThreadSource:
             client=self.threads, project_name=project, number_of_workers=1, verbose=0
         )
 
-    def list(self, since: str | None, max_scan: int) -> list[Unit]:
+    def list_units(self, since: str | None, max_scan: int) -> list[Unit]:
         found = self.threads.search_threads(
             project_name=self.project,
             filter_string=f'last_updated_at >= "{since}"' if since else None,
@@ -170,7 +170,7 @@ class TraceSource:
     def __init__(self, client: Any, project: str, eval_project: str, max_turns: int):
         self.client, self.project, self.eval_project = client, project, eval_project
 
-    def list(self, since: str | None, max_scan: int) -> list[Unit]:
+    def list_units(self, since: str | None, max_scan: int) -> list[Unit]:
         found = self.client.search_traces(
             project_name=self.project,
             filter_string=f'start_time >= "{since}"' if since else None,
@@ -234,4 +234,27 @@ class TraceSource:
         )
 
 
-SOURCES = {"threads": ThreadSource, "traces": TraceSource}
+class Source(Protocol):
+    """Where an online run's units come from and where their scores go: Opik threads or traces."""
+
+    level: str
+
+    def list_units(self, since: str | None, max_scan: int) -> list[Unit]:
+        """The project's units, newest first (at most `max_scan` looked at)."""
+        ...
+
+    def judge(
+        self, unit: Unit, metrics: list[Any], transforms: tuple[Callable, Callable]
+    ) -> Judged:
+        """Score `unit` with `metrics` (G-Eval criteria), nothing sent yet."""
+        ...
+
+    def send(self, unit_id: str, scored: list[tuple[Criterion, Any]]) -> None:
+        """Write the scores back to Opik as the unit's feedback."""
+        ...
+
+
+SOURCES: dict[str, Callable[[Any, str, str, int], Source]] = {
+    "threads": ThreadSource,
+    "traces": TraceSource,
+}

@@ -23,6 +23,7 @@ from evalrun.errors import UsageError
 from evalrun.extras import require
 from evalrun.opik.export import ExperimentExport, connect
 from evalrun.opik.link import OpikDestination, OpikLink, new_link, task_item
+from evalrun.probes.format import ProbeFormat
 from evalrun.records import SampleRecord
 
 if TYPE_CHECKING:
@@ -65,10 +66,9 @@ class OpikTracker:
         self._run_dir = plan.run_dir
         self._judge = plan.judge
         self._assertions = {
-            t.id: spec.assertions
+            t.id: t.format.spec.assertions
             for t in plan.tasks
-            if (spec := getattr(t.format, "spec", None)) is not None
-            and getattr(spec, "assertions", ())
+            if isinstance(t.format, ProbeFormat) and t.format.spec.assertions
         }
         tasks = {t.id: task_item(t) for t in plan.tasks}
         try:

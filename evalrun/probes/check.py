@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
@@ -24,6 +25,9 @@ from evalrun.probes.replay import ReplayAgent
 from evalrun.records import Outcome, SampleRecord
 from evalrun.sandbox.base import SandboxBackend
 from evalrun.tasks import Task
+
+if TYPE_CHECKING:
+    from evalrun.plan import RunPlan
 
 EXPECTED = {"good": Outcome.passed, "bad": Outcome.failed}
 
@@ -100,7 +104,7 @@ def report(results: list[RunCheck], console: Console) -> list[str]:
     return dishonest
 
 
-def run_check(plan, console: Console) -> int:
+def run_check(plan: RunPlan, console: Console) -> int:
     """`evalrun check suite=probes`: replay and report; 1 when any probe is dishonest."""
     require("pydantic_ai", "agents", "evalrun check suite=probes (scripted runs replay through it)")
     console.print(

@@ -142,7 +142,8 @@ def diff_lines(ev: Evidence) -> dict[str, int]:
         if (old and old.text is None) or (new and new.text is None):
             counts[path] = 1
             continue
-        delta = difflib.ndiff(_text_lines(old and old.text), _text_lines(new and new.text))
+        before, after = (old.text if old else None), (new.text if new else None)
+        delta = difflib.ndiff(_text_lines(before), _text_lines(after))
         counts[path] = sum(1 for line in delta if line[:2] in ("+ ", "- "))
     return counts
 
@@ -414,7 +415,8 @@ KINDS = list(MODELS)
 
 def expectation_names(expectations: list[Any]) -> list[str]:
     """Each expectation's name: its own, else its kind (numbered #2, #3 when a kind repeats)."""
-    names, seen = [], {}
+    names: list[str] = []
+    seen: dict[str, int] = {}
     for exp in expectations:
         base = exp.name or exp.kind
         seen[base] = seen.get(base, 0) + 1

@@ -41,7 +41,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from html import escape
-from typing import Any
+from typing import Any, TypeGuard
 
 from evalrun.report.page import Cell, page, table, text_cell
 
@@ -96,7 +96,7 @@ def _show(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, default=str)
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 

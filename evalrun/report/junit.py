@@ -111,10 +111,10 @@ def junit_element(run: RunFiles) -> ET.Element:
         "skipped": str(sum(c.find("skipped") is not None for c in cases)),
         "time": f"{_seconds(run.records):.3f}",
     }
-    root = ET.Element("testsuites", name="evalrun", **counts)
+    root = ET.Element("testsuites", {"name": "evalrun", **counts})
     started = run.started_at
     stamp = datetime.fromtimestamp(started).isoformat(timespec="seconds") if started else ""
-    testsuite = ET.SubElement(root, "testsuite", name=suite, timestamp=stamp, **counts)
+    testsuite = ET.SubElement(root, "testsuite", {"name": suite, "timestamp": stamp, **counts})
     props = {"run_id": s.run_id, "agent": run.agent, "sandbox": run.plan.sandbox}
     props |= {"trials": str(run.plan.trials), "run_dir": str(run.run_dir)}
     if run.state is not None:  # complete, or partial N/M (missing cells: ...)

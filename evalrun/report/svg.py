@@ -87,8 +87,9 @@ def line_chart(
             f'<line x1="{left}" x2="{left + plot_w}" y1="{y:.1f}" y2="{y:.1f}" stroke="#e3e3e3"/>'
             f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{short_number(tick)}</text>'
         )
-    for x in xs:
-        out.append(f'<text x="{px(x):.1f}" y="{top + plot_h + 16}" text-anchor="middle">{x}</text>')
+    for tick_x in xs:
+        tick_y = top + plot_h + 16
+        out.append(f'<text x="{px(tick_x):.1f}" y="{tick_y}" text-anchor="middle">{tick_x}</text>')
     out.append(
         f'<text x="{left + plot_w / 2:.0f}" y="{height - 4}" text-anchor="middle">'
         f"{escape(x_label)}</text>"

@@ -215,7 +215,8 @@ def switches_users(sandbox: Sandbox) -> bool:
     return bool(getattr(sandbox, "switches_users", False))
 
 
-RESERVED_PATHS = ("/bin", "/dev", "/etc", "/evalrun", "/home/agent", "/lib", "/lib32", "/lib64")
+RESERVED_PATHS: tuple[str, ...] = ("/bin", "/dev", "/etc", "/evalrun", "/home/agent", "/lib")
+RESERVED_PATHS += ("/lib32", "/lib64")
 RESERVED_PATHS += ("/libx32", "/proc", "/sbin", "/sys", "/tmp", "/usr")
 
 

@@ -55,7 +55,7 @@ class TarPipe:
                 os.fdopen(self._write_fd, "wb", buffering=CHUNK) as sink,
                 tarfile.open(fileobj=sink, mode="w|", format=tarfile.PAX_FORMAT) as tar,
             ):
-                tar.copybufsize = CHUNK  # file data in large reads, not 16 KiB ones
+                tar.copybufsize = CHUNK  # type: ignore[attr-defined]  # large reads (not in stubs)
                 for child in sorted(self.folder.iterdir()):
                     name = posixpath.join(self.prefix, child.name)
                     tar.add(child, arcname=name, filter=lambda i: _owned(i, self.owner))

@@ -16,8 +16,8 @@ from rich.console import Console
 
 from evalrun.cli import compose_config
 from evalrun.records import SampleRecord
-from evalrun.runner import run
 from evalrun.runlog import RunLog
+from evalrun.runner import run
 from tests.conftest import REPO
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

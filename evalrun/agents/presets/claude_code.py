@@ -15,7 +15,7 @@ from datetime import datetime
 
 from evalrun.agents.install import Package
 from evalrun.agents.installed import GATEWAY_KEY, Converted, InstalledAgent, Launch
-from evalrun.agents.presets.native import json_lines, result_text
+from evalrun.agents.presets.native import json_lines, mapping, result_text, sequence
 from evalrun.records import ToolCall
 
 
@@ -58,12 +58,12 @@ class ClaudeCode(InstalledAgent):
         pending: dict[str, tuple[ToolCall, float | None]] = {}
         for event in json_lines(native, converted.notes):
             kind = event.get("type")
-            message = event.get("message") if isinstance(event.get("message"), dict) else {}
-            blocks = message.get("content") if isinstance(message.get("content"), list) else []
+            message = mapping(event.get("message"))
+            blocks = sequence(message.get("content"))
             if kind == "assistant":
                 for block in blocks:
                     if isinstance(block, dict) and block.get("type") == "tool_use":
-                        args = block.get("input") if isinstance(block.get("input"), dict) else {}
+                        args = mapping(block.get("input"))
                         step = ToolCall(name=str(block.get("name") or "tool"), args=args)
                         converted.trajectory.append(step)
                         pending[str(block.get("id"))] = (step, _seconds(event.get("timestamp")))
@@ -71,15 +71,16 @@ class ClaudeCode(InstalledAgent):
                 for block in blocks:
                     if not isinstance(block, dict) or block.get("type") != "tool_result":
                         continue
-                    step, started = pending.pop(str(block.get("tool_use_id")), (None, None))
-                    if step is None:
+                    entry = pending.pop(str(block.get("tool_use_id")), None)
+                    if entry is None:
                         continue
-                    step.result = result_text(block.get("content"))
+                    answered, started = entry
+                    answered.result = result_text(block.get("content"))
                     if block.get("is_error"):
-                        step.error = step.result or "tool error"
+                        answered.error = answered.result or "tool error"
                     ended = _seconds(event.get("timestamp"))
                     if started is not None and ended is not None:
-                        step.duration_s = max(ended - started, 0.0)
+                        answered.duration_s = max(ended - started, 0.0)
             elif kind == "result":
                 converted.output = str(event.get("result") or "")
                 if event.get("is_error"):

@@ -16,7 +16,7 @@ import shlex
 
 from evalrun.agents.install import Package
 from evalrun.agents.installed import GATEWAY_KEY, Converted, InstalledAgent, Launch
-from evalrun.agents.presets.native import json_lines, result_text
+from evalrun.agents.presets.native import json_lines, mapping, result_text, sequence
 from evalrun.records import ToolCall
 
 ARCH_TRIPLES = {"x64": "x86_64-unknown-linux-musl", "arm64": "aarch64-unknown-linux-musl"}
@@ -51,9 +51,9 @@ class Codex(InstalledAgent):
     def convert(self, native: str) -> Converted:
         converted = Converted()
         for event in json_lines(native, converted.notes):
-            item = event.get("item") if isinstance(event.get("item"), dict) else {}
+            item = mapping(event.get("item"))
             if event.get("type") in ("turn.failed", "error"):  # fatal; `error` items are notices
-                error = event.get("error") if isinstance(event.get("error"), dict) else event
+                error = mapping(event.get("error")) or event
                 converted.notes.append(f"codex: {error.get('message')}")
             if event.get("type") != "item.completed":
                 continue
@@ -71,7 +71,7 @@ class Codex(InstalledAgent):
                     )
                 )
             elif kind == "file_change":
-                changes = item.get("changes") if isinstance(item.get("changes"), list) else []
+                changes = sequence(item.get("changes"))
                 converted.trajectory.append(ToolCall(name="apply_patch", args={"changes": changes}))
             elif kind in ("mcp_tool_call", "web_search"):
                 args = {k: v for k, v in item.items() if k not in ("id", "type", "result")}

@@ -81,12 +81,12 @@ class GeminiCli(InstalledAgent):
                 converted.trajectory.append(step)
                 text = []  # the answer is what it said after its last tool call
             elif kind == "tool_result":
-                step = steps.get(str(event.get("tool_id")))
-                if step is not None:
+                answered = steps.get(str(event.get("tool_id")))
+                if answered is not None:
                     error = event.get("error")
-                    step.result = result_text(event.get("output") or error)
+                    answered.result = result_text(event.get("output") or error)
                     if event.get("status") not in (None, "success"):
-                        step.error = result_text(error) or str(event.get("status"))
+                        answered.error = result_text(error) or str(event.get("status"))
             elif kind == "result" and event.get("status") not in (None, "success"):
                 converted.notes.append(f"gemini_cli: {event.get('error') or event.get('status')}")
         converted.output = "".join(text)

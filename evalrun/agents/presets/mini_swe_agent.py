@@ -15,7 +15,7 @@ import shlex
 
 from evalrun.agents.install import Package
 from evalrun.agents.installed import GATEWAY_KEY, Converted, InstalledAgent, Launch
-from evalrun.agents.presets.native import from_chat_messages
+from evalrun.agents.presets.native import from_chat_messages, mapping
 
 
 class MiniSweAgent(InstalledAgent):
@@ -60,7 +60,7 @@ class MiniSweAgent(InstalledAgent):
             return Converted(notes=[f"mini_swe_agent trajectory: {exc}"])
         messages = data.get("messages") if isinstance(data, dict) else None
         converted = from_chat_messages(messages if isinstance(messages, list) else [])
-        info = data.get("info") if isinstance(data.get("info"), dict) else {}
+        info = mapping(data.get("info"))
         submission = info.get("submission")
         if isinstance(submission, str) and submission.strip():
             converted.output = submission

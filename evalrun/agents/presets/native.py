@@ -40,6 +40,16 @@ def result_text(value: Any) -> str:
     return clip(value, SUMMARY_CHARS)
 
 
+def mapping(value: Any) -> dict[str, Any]:
+    """`value` when the native log gave an object there, else {} (logs are untrusted)."""
+    return value if isinstance(value, dict) else {}
+
+
+def sequence(value: Any) -> list[Any]:
+    """`value` when the native log gave a list there, else []."""
+    return value if isinstance(value, list) else []
+
+
 def arguments(raw: Any) -> dict[str, Any]:
     if isinstance(raw, dict):
         return raw
@@ -73,7 +83,7 @@ def from_chat_messages(messages: list[Any]) -> Converted:
                 steps[str(call.get("id"))] = step
                 order.append(step)
         elif role == "tool":
-            step = steps.get(str(message.get("tool_call_id")))
-            if step is not None:
-                step.result = result_text(message.get("content"))
+            answered = steps.get(str(message.get("tool_call_id")))
+            if answered is not None:
+                answered.result = result_text(message.get("content"))
     return Converted(trajectory=order, output=output)

@@ -15,7 +15,7 @@ import shlex
 
 from evalrun.agents.install import Package
 from evalrun.agents.installed import GATEWAY_KEY, Converted, InstalledAgent, Launch
-from evalrun.agents.presets.native import json_lines, result_text
+from evalrun.agents.presets.native import json_lines, mapping, result_text
 from evalrun.records import ToolCall
 
 
@@ -62,12 +62,12 @@ class Opencode(InstalledAgent):
     def convert(self, native: str) -> Converted:
         converted = Converted()
         for event in json_lines(native, converted.notes):
-            part = event.get("part") if isinstance(event.get("part"), dict) else {}
+            part = mapping(event.get("part"))
             if event.get("type") == "text" and part.get("text"):
                 converted.output = str(part["text"])
             elif event.get("type") == "tool_use":
-                state = part.get("state") if isinstance(part.get("state"), dict) else {}
-                timing = state.get("time") if isinstance(state.get("time"), dict) else {}
+                state = mapping(part.get("state"))
+                timing = mapping(state.get("time"))
                 start, end = timing.get("start"), timing.get("end")
                 duration = (
                     (end - start) / 1000
@@ -78,7 +78,7 @@ class Opencode(InstalledAgent):
                 converted.trajectory.append(
                     ToolCall(
                         name=str(part.get("tool") or "tool"),
-                        args=state.get("input") if isinstance(state.get("input"), dict) else {},
+                        args=mapping(state.get("input")),
                         result=result_text(state.get("output") or state.get("error")),
                         duration_s=duration,
                         error=result_text(state.get("error")) if failed else None,
