@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from evalrun.agents.base import Agent
+from evalrun.config import EvalConfig, TimeoutsConf
 from evalrun.errors import HarnessError, SandboxError
 from evalrun.formats.base import SetupFailed
 from evalrun.records import AgentResult, CellKey, Outcome, Phases, SampleRecord
@@ -38,11 +39,12 @@ AGENT_OUTPUT_CHARS = 20_000
 class Limits:
     """Per-phase timeouts and the retry policy for harness errors."""
 
-    setup_s: float = 120.0
-    agent_s: float = 600.0
-    verify_s: float = 120.0
-    max_retries: int = 2
-    retry_backoff_s: float = 1.0
+    # defaults: the config's (`timeouts`, `max_retries`), their one home
+    setup_s: float = TimeoutsConf.setup_s
+    agent_s: float = TimeoutsConf.agent_s
+    verify_s: float = TimeoutsConf.verify_s
+    max_retries: int = EvalConfig.max_retries
+    retry_backoff_s: float = 1.0  # doubled after each retry
 
 
 LogSink = Callable[[CellKey, str, str], None]

@@ -17,6 +17,12 @@ class UsageError(Exception):
     exit_code = 2
 
 
+def bad_value(key: str, expected: str, got: object) -> UsageError:
+    """The one shape of a bad config value, whichever part of evalrun checks it:
+    `<dotted key>: expected <what>, got <the value>` (raise it)."""
+    return UsageError(f"{key}: expected {expected}, got {got!r}")
+
+
 class TaskFormatError(UsageError):
     """A task folder breaks the task-folder contract."""
 

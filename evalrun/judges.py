@@ -13,6 +13,7 @@ calls themselves (name and arguments, bounded) - which carry the content written
 computed: an agent that reports no trajectory is judged on its message alone. The judge that
 scores - Opik's G-Eval through LiteLLM - is `evalrun.opik.geval.GEvalJudge`.
 """
+
 from __future__ import annotations
 
 import json

@@ -30,7 +30,7 @@ from evalrun.bundled import PROBES_DIR, TASKS_DIR
 from evalrun.config import resolved_dict
 from evalrun.console import make_console, styled
 from evalrun.engine import Limits
-from evalrun.errors import UsageError
+from evalrun.errors import UsageError, bad_value
 from evalrun.formats.base import setup_bytes
 from evalrun.gate import ThresholdProfile, build_profile
 from evalrun.judges import Judge, NoJudge, build_judge
@@ -149,7 +149,7 @@ def as_list(value: Any, knob: str) -> list[str]:
         return [str(value)]
     if isinstance(value, Sequence):
         return [str(v) for v in value]
-    raise UsageError(f"{knob}: expected a name or a list of names, got {value!r}")
+    raise bad_value(knob, "a name or a list of names", value)
 
 
 def select(
@@ -180,7 +180,7 @@ def select(
     ]
     if limit is not None:
         if limit < 1:
-            raise UsageError(f"limit: expected a positive number, got {limit}")
+            raise bad_value("limit", "a positive number", limit)
         chosen = chosen[:limit]
     if not chosen:
         raise UsageError(
@@ -204,7 +204,7 @@ def load_for_suite(
         folder = resolve_tasks_dir(tasks_dir) if tasks_dir else BUNDLED_PROBES
         return Suite(folder, load_probes(folder))
     if suite != "tasks":
-        raise UsageError(f"suite: expected tasks or probes, got {suite!r}")
+        raise bad_value("suite", "tasks or probes", suite)
     folder = resolve_tasks_dir(tasks_dir)
     return scan_suite(folder, reward_threshold=reward_threshold, strict=strict)
 
@@ -249,11 +249,11 @@ def build(cfg: DictConfig) -> RunPlan:
     except OmegaConfBaseException as exc:  # e.g. an unresolvable ${...} in an override
         raise UsageError(f"config: {exc}".replace("\n", " ")) from exc
     if cfg.trials < 1:
-        raise UsageError(f"trials: expected a positive number, got {cfg.trials}")
+        raise bad_value("trials", "a positive number", cfg.trials)
     if cfg.concurrency < 1:
-        raise UsageError(f"concurrency: expected a positive number, got {cfg.concurrency}")
+        raise bad_value("concurrency", "a positive number", cfg.concurrency)
     if cfg.max_errors < 0:
-        raise UsageError(f"max_errors: expected 0 or more, got {cfg.max_errors}")
+        raise bad_value("max_errors", "0 or more", cfg.max_errors)
     suite = load_for_suite(cfg.suite, cfg.tasks_dir, cfg.reward_threshold, cfg.strict_formats)
     ids = as_list(cfg.ids, "ids")
     skipped = refuse_unloadable(suite, ids)
@@ -347,7 +347,7 @@ def refuse_large_setups(tasks: Sequence[Task], cap_mb: int | None) -> None:
     if cap_mb is None:
         return
     if cap_mb < 1:
-        raise UsageError(f"setup_max_mb: expected a positive number or null, got {cap_mb}")
+        raise bad_value("setup_max_mb", "a positive number or null", cap_mb)
     mib = 1024 * 1024
     sizes = [(t, setup_bytes(t.format.setup_dirs())) for t in tasks]
     over = [(t, size) for t, size in sizes if size > cap_mb * mib]

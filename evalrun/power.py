@@ -224,9 +224,7 @@ def report(
     )
 
 
-def power_command(
-    args: list[str], compose: Callable[[list[str]], Any], console: Console
-) -> int:
+def power_command(args: list[str], compose: Callable[[list[str]], Any], console: Console) -> int:
     """`evalrun power ...` (module docstring); `compose` is the CLI's `compose_config`."""
     from evalrun.plan import build
 

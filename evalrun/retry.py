@@ -53,7 +53,6 @@ def _policy(
         def wait(state: RetryCallState) -> float:
             return planned[min(state.attempt_number, len(planned)) - 1] if planned else 0.0
 
-
     def last(state: RetryCallState) -> Any:
         assert state.outcome is not None
         return state.outcome.result()  # the last result, or the last exception raised again

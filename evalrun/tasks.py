@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evalrun.errors import TaskFormatError, UsageError
+from evalrun.errors import TaskFormatError, UsageError, bad_value
 from evalrun.formats import harbor, native
 from evalrun.formats.base import (
     Difficulty,
@@ -187,7 +187,7 @@ def scan_suite(tasks_dir: Path, *, reward_threshold: float = 1.0, strict: bool =
     if not tasks_dir.is_dir():
         raise TaskFormatError(tasks_dir, "tasks_dir is not a directory")
     if not (reward_threshold > 0 and reward_threshold < float("inf")):
-        raise UsageError(f"reward_threshold: expected a positive number, got {reward_threshold}")
+        raise bad_value("reward_threshold", "a positive number", reward_threshold)
     suite = Suite(tasks_dir, [])
     seen: dict[str, Path] = {}
     for folder in sorted(p for p in tasks_dir.iterdir() if is_task_folder(p)):

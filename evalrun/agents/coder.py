@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any, cast
 from evalrun.agents.base import nothing_to_prepare, progress
 from evalrun.agents.coder_model import build_model, cost_of, default_settings
 from evalrun.agents.coder_tools import SandboxTools
-from evalrun.errors import UsageError
+from evalrun.config import CoderAgentConf
+from evalrun.errors import UsageError, bad_value
 from evalrun.providers import Provider
 from evalrun.records import AgentResult, Usage
 from evalrun.sandbox.base import Sandbox
@@ -65,11 +66,11 @@ class CoderAgent:
     def __init__(
         self,
         provider: Provider,
-        max_retries: int = 4,
-        request_timeout_s: float = 180.0,
-        tool_retries: int = 3,
-        bash_timeout_s: float = 120.0,
-        output_chars: int = 16_000,
+        max_retries: int = CoderAgentConf.max_retries,  # defaults: their home is the schema
+        request_timeout_s: float = CoderAgentConf.request_timeout_s,
+        tool_retries: int = CoderAgentConf.tool_retries,
+        bash_timeout_s: float = CoderAgentConf.bash_timeout_s,
+        output_chars: int = CoderAgentConf.output_chars,
         instructions: str | None = None,
         model_settings: Mapping[str, Any] | None = None,
     ):
@@ -84,7 +85,7 @@ class CoderAgent:
 
     def preflight(self) -> None:
         if not isinstance(self.provider, Provider):
-            raise UsageError(f"agent.provider: expected a provider config, got {self.provider!r}")
+            raise bad_value("agent.provider", "a provider config", self.provider)
         for module in ("pydantic_ai", "openai"):
             if importlib.util.find_spec(module) is None:
                 raise UsageError(

@@ -41,7 +41,7 @@ from typing import Any
 from evalrun.agents.base import RunScope, progress
 from evalrun.agents.command import _read_optional, _scratch_folder
 from evalrun.agents.install import Installed, Package, ensure_installed, installed
-from evalrun.errors import HarnessError, RunBudgetReached, UsageError
+from evalrun.errors import HarnessError, RunBudgetReached, UsageError, bad_value
 from evalrun.gateway.ledger import Account, Budget, Ledger
 from evalrun.gateway.server import Gateway, Session, Upstream
 from evalrun.providers import Provider
@@ -150,7 +150,7 @@ class InstalledAgent:
     # --- the run-long part ------------------------------------------------------------------
     def preflight(self) -> None:
         if not isinstance(self.provider, Provider):
-            raise UsageError(f"agent.provider: expected a provider config, got {self.provider!r}")
+            raise bad_value("agent.provider", "a provider config", self.provider)
         self.provider.check()
         if self.apis and self.provider.api not in self.apis:
             raise UsageError(

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from evalrun.agents.base import nothing_to_prepare
-from evalrun.errors import UsageError
+from evalrun.errors import UsageError, bad_value
 from evalrun.records import AgentResult
 from evalrun.sandbox.base import Sandbox
 from evalrun.tasks import Task
@@ -35,7 +35,7 @@ def load_factory(spec: str) -> Any:
     """Import `module:attribute` (the attribute may be dotted); `UsageError` when that fails."""
     module_name, sep, attribute = spec.partition(":")
     if not sep or not module_name or not attribute:
-        raise UsageError(f"agent.factory: expected 'package.module:callable', got {spec!r}")
+        raise bad_value("agent.factory", "'package.module:callable'", spec)
     cwd = os.getcwd()
     if cwd not in sys.path:
         sys.path.insert(0, cwd)

@@ -98,16 +98,6 @@ class SetupFailed(Exception):
         self.timed_out = timed_out
 
 
-def in_container(sandbox: Sandbox) -> bool:
-    """True when the sandbox is a container whose absolute paths (`/tests`, `/logs`) are its own.
-
-    Backends say so with an `is_container = True` attribute on their sandboxes (`docker`,
-    `modal`); on `local` and `bwrap` absolute paths outside the sample's folders are the host's or
-    read-only, so formats must not write there.
-    """
-    return bool(getattr(sandbox, "is_container", False))
-
-
 class FolderLayout(Protocol):
     """The two paths every format's layout has (used in error messages)."""
 

@@ -40,7 +40,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from evalrun.errors import TaskFormatError
 from evalrun.formats.base import (
@@ -50,7 +50,6 @@ from evalrun.formats.base import (
     TaskSpec,
     Verdict,
     failure_reason,
-    in_container,
     inject,
     with_notes,
 )
@@ -65,7 +64,7 @@ from evalrun.sandbox.base import (
     SandboxBackend,
     SandboxSpec,
     TaskImage,
-    switches_users,
+    UserSwitchingSandbox,
 )
 from evalrun.sandbox.output import tail_text
 
@@ -348,7 +347,7 @@ class HarborFormat:
     async def run_verifier(self, sandbox: Sandbox, verifier: Verifier, timeout_s: float) -> Verdict:
         """Inject the tests folders, run tests/test.sh, read and judge its reward."""
         timeout_s = verifier.timeout_s or timeout_s
-        container = in_container(sandbox)
+        container = sandbox.is_container
         also = [CONTAINER_TESTS_DIR, CONTAINER_VERIFIER_DIR] if container else []
         notes: list[str] = []
         for index, tests_dir in enumerate(verifier.tests_dirs):
@@ -362,8 +361,9 @@ class HarborFormat:
         verifier_dir = await _fresh_verifier_dir(sandbox, container)
         env = {**verifier.env, VERIFIER_ENV: verifier_dir}
         argv = ["bash", f"tests/{TEST_SCRIPT}"]
-        if verifier.user is not None and switches_users(sandbox):
-            result = await sandbox.exec(argv, env=env, timeout_s=timeout_s, user=verifier.user)  # type: ignore[call-arg]
+        if verifier.user is not None and sandbox.switches_users:
+            switching = cast(UserSwitchingSandbox, sandbox)  # declared by `switches_users`
+            result = await switching.exec(argv, env=env, timeout_s=timeout_s, user=verifier.user)
         else:
             result = await sandbox.exec(argv, env=env, timeout_s=timeout_s)
         verdict = await self._verdict(sandbox, result, verifier_dir, verifier, timeout_s)
@@ -419,7 +419,7 @@ class HarborFormat:
                 raise
             where = (
                 "the sandbox user could not create here (the backend must provide it)"
-                if in_container(sandbox)
+                if sandbox.is_container
                 else "only container backends provide (use sandbox=docker)"
             )
             raise _Unreachable(
@@ -484,7 +484,7 @@ async def run_solution(sandbox: Sandbox, folder: Path, env: Mapping[str, str]) -
         return AgentResult(error=f"no gold solution: {folder / SOLVE_SCRIPT} is missing")
     started = time.monotonic()
     where = posixpath.join(sandbox.private_dir, "solution")
-    if in_container(sandbox):
+    if sandbox.is_container:
         where = CONTAINER_SOLUTION_DIR
     await sandbox.exec(["rm", "-rf", "--", where], timeout_s=60)  # an earlier step's solution
     await sandbox.put(folder, where)

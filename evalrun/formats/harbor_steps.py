@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from evalrun.errors import TaskFormatError
-from evalrun.formats.base import Difficulty, Step, TaskSpec, Verdict, in_container
+from evalrun.formats.base import Difficulty, Step, TaskSpec, Verdict
 from evalrun.formats.harbor import (
     CONTAINER_TESTS_DIR,
     DEFAULT_MAX_STEPS,
@@ -127,7 +127,7 @@ class HarborStepFormat:
         return await run_solution(sandbox, folder, self.parent.solution_env)
 
     async def grade(self, sandbox: Sandbox, answer: str, timeout_s: float) -> Verdict:
-        stale = ["tests", *([CONTAINER_TESTS_DIR] if in_container(sandbox) else [])]
+        stale = ["tests", *([CONTAINER_TESTS_DIR] if sandbox.is_container else [])]
         await sandbox.exec(["rm", "-rf", "--", *stale], timeout_s=60)  # an earlier step's tests
         tests = [d for d in (self.parent.layout.tests_dir, self.folder / "tests") if d.is_dir()]
         verifier = Verifier(

@@ -24,6 +24,7 @@ import os
 import threading
 from typing import Any
 
+from evalrun.config import GEvalJudgeConf
 from evalrun.errors import UsageError
 from evalrun.judges import judge_input
 from evalrun.providers import NO_KEY, Provider
@@ -57,10 +58,10 @@ class GEvalJudge:
         headers_env: dict[str, str] | None = None,
         vendor: str | None = None,
         provider: Provider | None = None,
-        max_retries: int = 1,
-        retry_backoff_s: float = 2.0,
-        timeout_s: float = 120.0,
-        temperature: float = 0.0,
+        max_retries: int = GEvalJudgeConf.max_retries,  # defaults: their home is the schema
+        retry_backoff_s: float = GEvalJudgeConf.retry_backoff_s,
+        timeout_s: float = GEvalJudgeConf.timeout_s,
+        temperature: float = GEvalJudgeConf.temperature,
     ):
         self.name = name
         self.provider = provider

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalrun.config import OpikTrackerConf
 from evalrun.errors import UsageError
 from evalrun.opik.traces import stable_uuid7
 from evalrun.provenance import reproduction_info
@@ -31,12 +32,12 @@ class OpikDestination:
     """Where to send. `host`/`workspace` None: the SDK's own settings (OPIK_URL_OVERRIDE,
     OPIK_WORKSPACE, ~/.opik.config); the API key is always the SDK's (OPIK_API_KEY)."""
 
-    project: str = "evalrun"
+    project: str = OpikTrackerConf.project  # defaults: their home is the tracker schema
     dataset: str | None = None  # None: evalrun-<suite>-v1
     host: str | None = None
     workspace: str | None = None
-    flush_timeout_s: int = 60
-    probe_timeout_s: float = 3.0
+    flush_timeout_s: int = OpikTrackerConf.flush_timeout_s
+    probe_timeout_s: float = OpikTrackerConf.probe_timeout_s
 
     def dataset_for(self, tasks_dir: Path) -> str:
         return self.dataset or f"evalrun-{Path(tasks_dir).name}-v1"

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from evalrun.errors import UsageError
+from evalrun.errors import UsageError, bad_value
 from evalrun.judges import build_judge
 from evalrun.opik.criteria import Criterion, load_specs
 from evalrun.opik.geval import GEvalJudge
@@ -48,8 +48,8 @@ def parse_since(value: Any) -> str | None:
     try:
         when = datetime.fromisoformat(str(value))
     except ValueError:
-        raise UsageError(
-            f"since: expected an ISO 8601 date or date-time such as 2026-11-01, got {value!r}"
+        raise bad_value(
+            "since", "an ISO 8601 date or date-time such as 2026-11-01", value
         ) from None
     when = when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
     return when.strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -57,7 +57,7 @@ def parse_since(value: Any) -> str | None:
 
 def _positive(name: str, value: Any) -> int:
     if not isinstance(value, int) or value < 1:
-        raise UsageError(f"{name}: expected a positive whole number, got {value!r}")
+        raise bad_value(name, "a positive whole number", value)
     return value
 
 
@@ -65,13 +65,13 @@ def read_settings(cfg: Any, *, need_project: bool = True) -> OnlineSettings:
     if need_project and not cfg.project:
         raise UsageError("project: name the live Opik project to judge, e.g. project=support-bot")
     if cfg.level not in LEVELS:
-        raise UsageError(f"level: expected one of {', '.join(LEVELS)}, got {cfg.level!r}")
+        raise bad_value("level", f"one of {', '.join(LEVELS)}", cfg.level)
     if not 0.0 < cfg.sample_rate <= 1.0:
-        raise UsageError(f"sample_rate: expected a fraction in (0, 1], got {cfg.sample_rate}")
+        raise bad_value("sample_rate", "a fraction in (0, 1]", cfg.sample_rate)
     if cfg.budget_usd is not None and cfg.budget_usd <= 0:
-        raise UsageError(f"budget_usd: expected a positive amount of USD, got {cfg.budget_usd}")
+        raise bad_value("budget_usd", "a positive amount of USD", cfg.budget_usd)
     if not 0.0 <= cfg.pass_threshold <= 1.0:
-        raise UsageError(f"pass_threshold: expected a score in [0, 1], got {cfg.pass_threshold}")
+        raise bad_value("pass_threshold", "a score in [0, 1]", cfg.pass_threshold)
     return OnlineSettings(
         project=str(cfg.project or ""),
         level=cfg.level,

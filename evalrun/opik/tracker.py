@@ -18,6 +18,7 @@ import contextlib
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from evalrun.config import OpikTrackerConf
 from evalrun.console import make_console, styled
 from evalrun.errors import UsageError
 from evalrun.extras import require
@@ -38,12 +39,12 @@ class OpikTracker:
 
     def __init__(
         self,
-        project: str = "evalrun",
+        project: str = OpikTrackerConf.project,  # defaults: their home is the tracker schema
         dataset: str | None = None,
         host: str | None = None,
         workspace: str | None = None,
-        flush_timeout_s: int = 60,
-        probe_timeout_s: float = 3.0,
+        flush_timeout_s: int = OpikTrackerConf.flush_timeout_s,
+        probe_timeout_s: float = OpikTrackerConf.probe_timeout_s,
     ):
         # A missing SDK is a usage mistake, stopped before the run; an unreachable server is not.
         require("opik", "opik", "tracker=opik")

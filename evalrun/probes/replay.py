@@ -20,6 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from evalrun.agents.base import nothing_to_prepare
 from evalrun.records import AgentResult, Usage
 from evalrun.sandbox.base import Sandbox
 from evalrun.tasks import Task
@@ -84,6 +85,8 @@ async def replay(script: Path, prompt: str, max_steps: int, sandbox: Sandbox) ->
 
 class ReplayAgent:
     """Plays a probe's `runs/<run>.yaml`; `evalrun check suite=probes` runs `good` and `bad`."""
+
+    prepared = nothing_to_prepare
 
     def __init__(self, run: str):
         self.run_name = run

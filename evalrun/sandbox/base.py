@@ -50,6 +50,19 @@ class Sandbox(Protocol):
     workdir: str
     private_dir: str
 
+    # What this kind of sandbox can do, declared by each backend's sandbox class (never probed
+    # with getattr): formats ask these instead of the backend's name.
+    @property
+    def is_container(self) -> bool:
+        """Absolute paths (`/tests`, `/logs`) are the sandbox's own (docker, modal); on local and
+        bwrap they are the host's or read-only, so formats must not write there."""
+        ...
+
+    @property
+    def switches_users(self) -> bool:
+        """`exec(..., user=...)` runs a command as another user (`UserSwitchingSandbox`)."""
+        ...
+
     async def exec(
         self,
         cmd: Command,
@@ -206,16 +219,28 @@ class SandboxBackend(Protocol):
         ...
 
 
-def switches_users(sandbox: Sandbox) -> bool:
-    """True when `exec(..., user=...)` can run a command as another user (`docker` only).
+class UserSwitchingSandbox(Sandbox, Protocol):
+    """A sandbox whose `switches_users` is true: `exec` takes the user to run as."""
 
-    Backends say so with a `switches_users = True` attribute on their sandboxes; elsewhere every
-    command runs as the backend's one sandbox user.
-    """
-    return bool(getattr(sandbox, "switches_users", False))
+    async def exec(
+        self,
+        cmd: Command,
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout_s: float | None = None,
+        user: str | None = None,
+    ) -> ExecResult:
+        """As `Sandbox.exec`, as `user` (a name in the image, a uid, or uid:gid) when given."""
+        ...
 
 
-RESERVED_PATHS: tuple[str, ...] = ("/bin", "/dev", "/etc", "/evalrun", "/home/agent", "/lib")
+# Where every isolated backend (bwrap, docker, modal) puts things inside a sample's sandbox.
+WORKDIR = "/workspace"  # the workspace, unless a task's SandboxSpec names another
+PRIVATE_DIR = "/evalrun"  # the harness's own files; not writable by the agent
+HOME_DIR = "/home/agent"  # the agent's HOME
+
+RESERVED_PATHS: tuple[str, ...] = ("/bin", "/dev", "/etc", PRIVATE_DIR, HOME_DIR, "/lib")
 RESERVED_PATHS += ("/lib32", "/lib64")
 RESERVED_PATHS += ("/libx32", "/proc", "/sbin", "/sys", "/tmp", "/usr")
 

@@ -68,10 +68,14 @@ from enum import Enum
 from functools import cached_property
 from pathlib import Path
 
-from evalrun.errors import SandboxError, SandboxUnavailable, UsageError
+from evalrun.config import BwrapSandboxConf, EvalConfig
+from evalrun.errors import SandboxError, SandboxUnavailable, bad_value
 from evalrun.sandbox import cgroup
 from evalrun.sandbox.base import (
     DEFAULT_SPEC,
+    HOME_DIR,
+    PRIVATE_DIR,
+    WORKDIR,
     Command,
     ExecResult,
     Network,
@@ -92,9 +96,6 @@ from evalrun.sandbox.owner import (
 from evalrun.sandbox.process import run_process
 from evalrun.sandbox.transfer import TarPipe
 
-WORKDIR = "/workspace"
-PRIVATE_DIR = "/evalrun"
-HOME_DIR = "/home/agent"
 SANDBOX_UID = 1000
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 INSTALL_HINT = "install bubblewrap (apt-get install bubblewrap)"
@@ -135,6 +136,9 @@ class Role(Enum):
 
 class BwrapSandbox:
     """One sample: a host temp root whose folders are bound into every command's namespaces."""
+
+    is_container = False  # absolute paths are the host's (or read-only)
+    switches_users = False  # every command runs as the sandbox's one user
 
     private_dir = PRIVATE_DIR
 
@@ -312,24 +316,27 @@ class BwrapSandbox:
         return disk_reason(used, self._backend.disk_mb)
 
 
+_CONF = BwrapSandboxConf()
+
+
 class BwrapBackend:
     """`sandbox=bwrap`: see the module docstring."""
 
     name = "bwrap"
     isolated = True
 
-    def __init__(
+    def __init__(  # defaults: evalrun.config.BwrapSandboxConf, their one home
         self,
-        keep_workspaces: bool = False,
-        output_limit_bytes: int = 256 * 1024,
-        memory_mb: int | None = 8192,
-        max_processes: int | None = 512,
-        disk_mb: int | None = 4096,
-        extra_ro_paths: Sequence[str] = (),
-        network: str = "none",
+        keep_workspaces: bool = EvalConfig.keep_workspaces,
+        output_limit_bytes: int = _CONF.output_limit_bytes,
+        memory_mb: int | None = _CONF.memory_mb,
+        max_processes: int | None = _CONF.max_processes,
+        disk_mb: int | None = _CONF.disk_mb,
+        extra_ro_paths: Sequence[str] = tuple(_CONF.extra_ro_paths),
+        network: str = _CONF.network,
     ):
         if network not in ("none", "host"):
-            raise UsageError(f"sandbox.network: expected none or host, got {network!r}")
+            raise bad_value("sandbox.network", "none or host", network)
         for knob, value in (
             ("memory_mb", memory_mb),
             ("max_processes", max_processes),
@@ -338,9 +345,7 @@ class BwrapBackend:
             check_positive(knob, value)
         for extra in extra_ro_paths:
             if not os.path.isabs(extra):
-                raise UsageError(
-                    f"sandbox.extra_ro_paths: expected absolute host paths, got {extra!r}"
-                )
+                raise bad_value("sandbox.extra_ro_paths", "absolute host paths", extra)
         self.keep_workspaces = keep_workspaces
         self.output_limit = output_limit_bytes
         self.memory_mb = memory_mb

@@ -60,10 +60,14 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from evalrun.errors import SandboxError, SandboxUnavailable
+from evalrun.config import DockerSandboxConf, EvalConfig
+from evalrun.errors import SandboxError, SandboxUnavailable, bad_value
 from evalrun.harbor_image import TaskImages
 from evalrun.sandbox.base import (
     DEFAULT_SPEC,
+    HOME_DIR,
+    PRIVATE_DIR,
+    WORKDIR,
     Command,
     ExecResult,
     Network,
@@ -78,10 +82,9 @@ from evalrun.sandbox.output import BoundedBuffer
 from evalrun.sandbox.owner import owner_alive, start_time
 from evalrun.sandbox.transfer import TarPipe, first_file, tar_dirs, tar_file
 
-DEFAULT_IMAGE = "evalrun-base:bookworm"
-WORKDIR = "/workspace"
-PRIVATE_DIR = "/evalrun"
-HOME_DIR = "/home/agent"
+_CONF = DockerSandboxConf()
+DEFAULT_IMAGE = _CONF.image
+PASSWD_BYTES = 1 << 20  # an image's /etc/passwd is read up to this size
 EXEC_DIR = f"{PRIVATE_DIR}/exec"
 VERIFIER_HOME = f"{PRIVATE_DIR}/verifier-home"
 VERIFIER_TMP = f"{PRIVATE_DIR}/verifier-tmp"
@@ -365,32 +368,26 @@ class DockerBackend:
     name = "docker"
     isolated = True
 
-    def __init__(
+    def __init__(  # defaults: evalrun.config.DockerSandboxConf, their one home
         self,
-        image: str = DEFAULT_IMAGE,
-        network: str = "none",
-        memory: str | None = "2g",
-        cpus: float | None = 1.0,
-        pids_limit: int | None = 512,
-        user: str = "1000:1000",
-        output_limit_bytes: int = 256 * 1024,
-        keep_workspaces: bool = False,
-        disk_mb: int | None = 4096,
+        image: str = _CONF.image,
+        network: str = _CONF.network,
+        memory: str | None = _CONF.memory,
+        cpus: float | None = _CONF.cpus,
+        pids_limit: int | None = _CONF.pids_limit,
+        user: str = _CONF.user,
+        output_limit_bytes: int = _CONF.output_limit_bytes,
+        keep_workspaces: bool = EvalConfig.keep_workspaces,
+        disk_mb: int | None = _CONF.disk_mb,
     ):
         check_positive("disk_mb", disk_mb)
         if memory is not None and not _MEMORY.match(str(memory)):
-            raise SandboxUnavailable(
-                f"sandbox.memory: expected a size like 512m or 2g (or null), got {memory!r}"
-            )
+            raise bad_value("sandbox.memory", "a size like 512m or 2g (or null)", memory)
         if not _USER.match(str(user)):
-            raise SandboxUnavailable(
-                f"sandbox.user: expected a numeric uid or uid:gid like 1000:1000, got {user!r}"
-            )
+            raise bad_value("sandbox.user", "a numeric uid or uid:gid like 1000:1000", user)
         for knob, value in (("cpus", cpus), ("pids_limit", pids_limit)):
             if value is not None and value <= 0:
-                raise SandboxUnavailable(
-                    f"sandbox.{knob}: expected a positive number or null, got {value}"
-                )
+                raise bad_value(f"sandbox.{knob}", "a positive number or null", value)
         self.image = image
         self.network = network
         self.memory = memory
@@ -674,13 +671,8 @@ def _resolve_user(container: Any, user: str) -> tuple[str, tuple[int, int]]:
     if _USER.match(user):
         uid, _, gid = user.partition(":")
         return f"{uid}:{gid or uid}", (int(uid), int(gid or uid))
-    import io
-    import tarfile
-
     chunks, _ = container.get_archive("/etc/passwd")
-    with tarfile.open(fileobj=io.BytesIO(b"".join(chunks))) as tar:
-        member = tar.extractfile(tar.getmembers()[0])
-        passwd = member.read().decode(errors="replace") if member else ""
+    passwd = (first_file(chunks, PASSWD_BYTES) or b"").decode(errors="replace")
     for line in passwd.splitlines():
         fields = line.split(":")
         if len(fields) > 3 and fields[0] == user and fields[2].isdigit() and fields[3].isdigit():

@@ -17,10 +17,12 @@ import os
 import tarfile
 import tempfile
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from evalrun.errors import SandboxUnavailable
+from evalrun.sandbox.transfer import owned_by
 
 REPOSITORY = "evalrun-layer"
 MARKER = "installed.json"
@@ -38,14 +40,9 @@ def layer_tag(base_id: str, folders: Sequence[Path]) -> str:
 
 
 def _tar_to(handle: Any, folders: Sequence[Path]) -> None:
-    def owned_by_root(info: tarfile.TarInfo) -> tarfile.TarInfo:
-        info.uid = info.gid = 0
-        info.uname = info.gname = ""
-        return info
-
     with tarfile.open(fileobj=handle, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for folder in folders:
-            tar.add(folder, arcname=str(folder).lstrip("/"), filter=owned_by_root)
+            tar.add(folder, arcname=str(folder).lstrip("/"), filter=partial(owned_by, owner=(0, 0)))
 
 
 def ensure_layer(client: Any, base_image: str, folders: Sequence[Path]) -> str:

@@ -65,7 +65,7 @@ def disk_reason(used_bytes: int, limit_mb: int) -> str | None:
 
 def check_positive(knob: str, value: float | None) -> None:
     """A limit knob is a positive number or null (no limit)."""
-    from evalrun.errors import UsageError
+    from evalrun.errors import bad_value
 
     if value is not None and (isinstance(value, bool) or value <= 0):
-        raise UsageError(f"sandbox.{knob}: expected a positive number or null, got {value}")
+        raise bad_value(f"sandbox.{knob}", "a positive number or null", value)

@@ -31,6 +31,7 @@ from contextlib import asynccontextmanager
 from functools import cached_property
 from pathlib import Path
 
+from evalrun.config import EvalConfig, SandboxConf
 from evalrun.errors import SandboxError
 from evalrun.sandbox.base import (
     DEFAULT_SPEC,
@@ -56,6 +57,9 @@ CLEAR_TIMEOUT_S = 120.0
 
 class LocalSandbox:
     """A workspace folder on the host; `exec` runs host processes inside it."""
+
+    is_container = False  # absolute paths are the host's (or read-only)
+    switches_users = False  # every command runs as the sandbox's one user
 
     limit_poll_s: float | None = None
 
@@ -165,7 +169,11 @@ class LocalBackend:
     name = "local"
     isolated = False
 
-    def __init__(self, keep_workspaces: bool = False, output_limit_bytes: int = 256 * 1024):
+    def __init__(
+        self,
+        keep_workspaces: bool = EvalConfig.keep_workspaces,
+        output_limit_bytes: int = SandboxConf.output_limit_bytes,
+    ):
         self.keep_workspaces = keep_workspaces
         self.output_limit = output_limit_bytes
         self._path_env = os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin")

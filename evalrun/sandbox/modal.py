@@ -49,9 +49,13 @@ from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from evalrun.errors import SandboxError, SandboxUnavailable
+from evalrun.config import EvalConfig, ModalSandboxConf
+from evalrun.errors import SandboxError, SandboxUnavailable, bad_value
 from evalrun.sandbox.base import (
     DEFAULT_SPEC,
+    HOME_DIR,
+    PRIVATE_DIR,
+    WORKDIR,
     Command,
     ExecResult,
     Network,
@@ -63,9 +67,6 @@ from evalrun.sandbox.container import ExecSession, end_agent_argv
 from evalrun.sandbox.output import BoundedBuffer
 from evalrun.sandbox.transfer import CHUNK, TarPipe
 
-WORKDIR = "/workspace"
-PRIVATE_DIR = "/evalrun"
-HOME_DIR = "/home/agent"
 EXEC_DIR = f"{PRIVATE_DIR}/exec"
 VERIFIER_HOME = f"{PRIVATE_DIR}/verifier-home"
 VERIFIER_TMP = f"{PRIVATE_DIR}/verifier-tmp"
@@ -94,6 +95,7 @@ class ModalSandbox:
     workdir = WORKDIR
     private_dir = PRIVATE_DIR
     is_container = True  # absolute paths (/tests, /logs) are the sandbox's own
+    switches_users = False  # every command runs as the sandbox's one user
 
     limit_poll_s: float | None = None
 
@@ -265,29 +267,30 @@ async def _drain(stream: Any, buffer: BoundedBuffer) -> None:
         buffer.feed(chunk if isinstance(chunk, bytes) else chunk.encode())
 
 
+_CONF = ModalSandboxConf()
+
+
 class ModalBackend:
     """`sandbox=modal`: see the module docstring."""
 
     name = "modal"
     isolated = True
 
-    def __init__(
+    def __init__(  # defaults: evalrun.config.ModalSandboxConf, their one home
         self,
-        image: str | None = None,
-        python_version: str = "3.11",
-        apt_packages: Sequence[str] = ("git", "sqlite3"),
-        app_name: str = "evalrun",
-        block_network: bool = True,
-        timeout_s: int = 3600,
-        cpu: float | None = None,
-        memory_mb: int | None = None,
-        output_limit_bytes: int = 256 * 1024,
-        keep_workspaces: bool = False,
+        image: str | None = _CONF.image,
+        python_version: str = _CONF.python_version,
+        apt_packages: Sequence[str] = tuple(_CONF.apt_packages),
+        app_name: str = _CONF.app_name,
+        block_network: bool = _CONF.block_network,
+        timeout_s: int = _CONF.timeout_s,
+        cpu: float | None = _CONF.cpu,
+        memory_mb: int | None = _CONF.memory_mb,
+        output_limit_bytes: int = _CONF.output_limit_bytes,
+        keep_workspaces: bool = EvalConfig.keep_workspaces,
     ):
         if timeout_s < 1:
-            raise SandboxUnavailable(
-                f"sandbox.timeout_s: expected a positive number, got {timeout_s}"
-            )
+            raise bad_value("sandbox.timeout_s", "a positive number", timeout_s)
         self.image = image
         self.python_version = python_version
         self.apt_packages = tuple(apt_packages)

@@ -23,7 +23,8 @@ CHUNK = 1 << 20
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)  # Linux
 
 
-def _owned(info: tarfile.TarInfo, owner: tuple[int, int]) -> tarfile.TarInfo:
+def owned_by(info: tarfile.TarInfo, owner: tuple[int, int]) -> tarfile.TarInfo:
+    """`info` as owned by `owner` (uid, gid), without names (a tar filter's body)."""
     info.uid, info.gid = owner
     info.uname = info.gname = ""
     return info
@@ -58,7 +59,7 @@ class TarPipe:
                 tar.copybufsize = CHUNK  # type: ignore[attr-defined]  # large reads (not in stubs)
                 for child in sorted(self.folder.iterdir()):
                     name = posixpath.join(self.prefix, child.name)
-                    tar.add(child, arcname=name, filter=lambda i: _owned(i, self.owner))
+                    tar.add(child, arcname=name, filter=lambda i: owned_by(i, self.owner))
         except BrokenPipeError:
             pass  # the reader went away; it reports its own failure
         except OSError as exc:
@@ -99,7 +100,7 @@ def tar_file(name: str, data: bytes, owner: tuple[int, int] = (0, 0), mode: int 
     """A tar holding one regular file `name` (parents are created by whoever extracts it)."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        info = _owned(tarfile.TarInfo(name), owner)
+        info = owned_by(tarfile.TarInfo(name), owner)
         info.size, info.mode = len(data), mode
         tar.addfile(info, io.BytesIO(data))
     return buffer.getvalue()
@@ -110,7 +111,7 @@ def tar_dirs(folders: Mapping[str, tuple[int, tuple[int, int]]]) -> bytes:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for name, (mode, owner) in folders.items():
-            info = _owned(tarfile.TarInfo(name), owner)
+            info = owned_by(tarfile.TarInfo(name), owner)
             info.type, info.mode = tarfile.DIRTYPE, mode
             tar.addfile(info)
     return buffer.getvalue()
