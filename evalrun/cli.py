@@ -269,13 +269,16 @@ def _run_job(cfg: DictConfig) -> None:
     global _job_started
     _job_started = True
     from hydra.core.hydra_config import HydraConfig
+    from omegaconf import OmegaConf
 
     from evalrun.runner import run
 
     hydra_cfg = HydraConfig.get()
     run_dir = Path(hydra_cfg.runtime.output_dir)
     cfg.run_dir = str(run_dir)
-    task_overrides = list(hydra_cfg.overrides.task)
+    # as typed: an `${oc.env:NAME}` in an override stays a reference (never its secret value)
+    task_overrides = OmegaConf.to_container(hydra_cfg.overrides.task, resolve=False)
+    assert isinstance(task_overrides, list)
     overrides = [str(o) for o in task_overrides if not str(o).startswith("run_dir=")]
     try:
         _exit_codes.append(run(cfg, _console(), overrides=overrides))
@@ -293,16 +296,32 @@ def _run_job(cfg: DictConfig) -> None:
         remove_if_unused(run_dir)  # a dry run or a refused new run leaves nothing behind
 
 
+def _mode_from_the_command_line(
+    self: object, config_name: str | None, overrides: list[str]
+) -> None:
+    """Hydra's `get_mode`, without composing: evalrun's configs never set `hydra.mode`, so the
+    mode is the command line's (`-m` or not) - which is what Hydra falls back to on None."""
+    return None
+
+
+def _help(overrides: list[str]) -> int:
+    """`evalrun [overrides] --help`: evalrun's help page (`evalrun.help_page`)."""
+    from evalrun.help_page import help_text
+
+    cfg = compose_config(overrides, return_hydra_config=True)
+    make_console(soft_wrap=True).print(help_text(cfg))
+    return 0
+
+
 def _hydra_main() -> int:
     import hydra
+    from hydra._internal.hydra import Hydra
 
     register_configs()
     where = locate_config()
-    flags = set(sys.argv[1:])
-    if where.project and flags & {"--help", "-h"} and not flags & {"--config-dir", "-cd"}:
-        # Hydra's --help lists config groups from its base search path, without the entries a
-        # primary config adds through hydra.searchpath: name evalrun's own folder there as well.
-        sys.argv += ["--config-dir", str(CONF_DIR)]
+    # Hydra 1.3 composes the whole config once only to read hydra.mode, then again to run: a
+    # third of a dry run's start-up. Compose once (bench/startup.py measures it).
+    Hydra.get_mode = _mode_from_the_command_line  # type: ignore[method-assign]
     app = hydra.main(
         config_path=str(where.config_dir), config_name=where.config_name, version_base="1.3"
     )(_run_job)
@@ -313,7 +332,7 @@ def _hydra_main() -> int:
         if exc.code == 1 and not _job_started:
             return 2
         raise
-    from evalrun.sweep import gate_exit_code  # a multirun's gates, jobs run elsewhere included
+    from evalrun.callbacks import gate_exit_code  # a multirun's gates, jobs run elsewhere too
 
     return max([*_exit_codes, gate_exit_code()])
 
@@ -365,6 +384,12 @@ def main(argv: list[str] | None = None) -> None:
     if args and args[0] in COMMANDS:
         try:
             sys.exit(COMMANDS[args[0]](args[1:]))
+        except UsageError as exc:
+            _print_error(exc)
+            sys.exit(exc.exit_code)
+    if {"--help", "-h"} & set(args) and all(a in ("--help", "-h") or "=" in a for a in args):
+        try:
+            sys.exit(_help([a for a in args if a not in ("--help", "-h")]))
         except UsageError as exc:
             _print_error(exc)
             sys.exit(exc.exit_code)

@@ -43,8 +43,8 @@ from evalrun.arguments import CommandParser
 from evalrun.configdiff import NOT_RESULT_RELEVANT, diff
 from evalrun.console import make_console, styled
 from evalrun.errors import UsageError
-from evalrun.metric_table import headline, parse_metric
-from evalrun.metrics import PASS_AT, PASS_HAT, Summary, TaskStats, paired_change, pass_metric
+from evalrun.metric_table import PASS_AT, PASS_HAT, headline, parse_metric, pass_metric
+from evalrun.metrics import Summary, TaskStats, paired_change
 from evalrun.runlog import RunLog
 from evalrun.stats import ALPHA, FISHER_EXACT, Difference, fisher_exact
 

@@ -52,12 +52,12 @@ from evalrun.metric_table import (
     metric_value,
     parse_metric,
 )
-from evalrun.metrics import Summary, TaskStats, paired_change
-from evalrun.runlog import read_summary
 from evalrun.stats import ALPHA, Estimate, fisher_exact
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the summary's models load with the first summary read, not with a profile
     from rich.console import Console
+
+    from evalrun.metrics import Summary, TaskStats
 
 EXIT_PARTIAL = 5  # `evalrun gate` refused a partial run (--allow-partial gates it anyway)
 
@@ -88,6 +88,8 @@ def drop_significance(summary: Summary, baseline: Summary, ref: MetricRef) -> tu
             return 1.0, "the task is missing from one run"
         a, b = before[0], now[0]
         return fisher_exact(a.passes, a.n - a.passes, b.passes, b.n - b.passes), "Fisher exact"
+    from evalrun.metrics import paired_change
+
     change = paired_change(before, now, ref.base, k)
     if change is None or change.p is None:
         return 1.0, "no task scored in both runs"
@@ -183,6 +185,8 @@ class Baseline:
 
 
 def load_baseline(run_dir: str | Path) -> Baseline:
+    from evalrun.runlog import read_summary
+
     return Baseline(Path(run_dir), read_summary(run_dir, "baseline"))
 
 
@@ -407,6 +411,8 @@ def gate_command(args: list[str], compose: Callable[[list[str]], Any], console: 
             f"thresholds; available: {', '.join(_profile_names()) or 'none'}), or add one, "
             "e.g. +profile.floors.pass@1=0.8"
         )
+    from evalrun.runlog import read_summary
+
     summary = read_summary(run_dir, "gate")
     state = summary.state
     if state is not None and not state.complete:

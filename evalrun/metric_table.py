@@ -32,10 +32,21 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from evalrun.console import make_console, styled
-from evalrun.metrics import PASS_AT, PASS_HAT, PHASES, GroupStats, Summary, pass_metric
-from evalrun.stats import Estimate
+
+if TYPE_CHECKING:  # the summary's models are built when a summary is read, not at start-up
+    from evalrun.metrics import GroupStats, Summary
+    from evalrun.stats import Estimate
+
+PHASES = ("setup", "agent", "verify")
+PASS_AT, PASS_HAT = "pass@", "pass^"
+
+
+def pass_metric(base: str, k: int) -> str:
+    """The name of a pass metric - `pass@3`, `pass^3` - as the gate, diff and reports spell it."""
+    return f"{base}{k}"
 
 
 @dataclass(frozen=True)

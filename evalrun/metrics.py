@@ -18,18 +18,11 @@ from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel, Field
 
+from evalrun.metric_table import PASS_AT, PASS_HAT, PHASES, pass_metric
 from evalrun.records import Outcome, RunState, SampleDigest, SampleRecord
 from evalrun.stats import Difference, Estimate, paired_difference, pass_rate, task_mean
 
 AnySample = SampleRecord | SampleDigest
-
-PHASES = ("setup", "agent", "verify")
-PASS_AT, PASS_HAT = "pass@", "pass^"
-
-
-def pass_metric(base: str, k: int) -> str:
-    """The name of a pass metric - `pass@3`, `pass^3` - as the gate, diff and reports spell it."""
-    return f"{base}{k}"
 
 
 WORST_LISTED = 5  # lowest-scored samples listed per judge

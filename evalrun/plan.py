@@ -17,7 +17,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
@@ -38,10 +38,12 @@ from evalrun.provenance import reproduction_info
 from evalrun.records import CellKey
 from evalrun.redact import SecretValues, redact
 from evalrun.run_dirs import is_dir_template
-from evalrun.runlog import PLAN_SCHEMA, PlanFile, PlannedTask, RunKind, SkippedEntry
 from evalrun.sandbox.base import SandboxBackend
 from evalrun.tasks import Difficulty, Suite, Task, runnable_on, scan_suite
 from evalrun.trackers.base import Tracker
+
+if TYPE_CHECKING:
+    from evalrun.runlog import PlanFile
 
 BUNDLED_TASKS = TASKS_DIR
 BUNDLED_PROBES = PROBES_DIR
@@ -105,6 +107,8 @@ class RunPlan:
 
     def to_plan_file(self) -> PlanFile:
         """plan.json (`evalrun.runlog.PlanFile`), written before the first sample."""
+        from evalrun.runlog import PLAN_SCHEMA, PlanFile, PlannedTask, RunKind, SkippedEntry
+
         return PlanFile(
             schema_version=PLAN_SCHEMA,
             kind=RunKind.probes if self.suite == "probes" else RunKind.tasks,

@@ -21,14 +21,13 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 
 from evalrun.arguments import CommandParser
 from evalrun.console import styled
-from evalrun.metrics import Summary
 from evalrun.stats import (
     DEFAULT_CORRELATION,
     DEFAULT_ICC,
@@ -38,6 +37,9 @@ from evalrun.stats import (
     tasks_for_half_width,
     tasks_to_detect,
 )
+
+if TYPE_CHECKING:
+    from evalrun.metrics import Summary
 
 TRIAL_OPTIONS = (1, 2, 3, 5, 10)
 ASSUMED_RATE = 0.5  # the widest case, when nothing says otherwise

@@ -22,12 +22,8 @@ from evalrun.engine import EXIT_INTERRUPTED, execute, exit_now
 from evalrun.errors import UsageError
 from evalrun.gate import print_verdict
 from evalrun.plan import EXIT_UNLOADABLE, RunPlan, build, cell_key, say_skipped, with_run_dir
-from evalrun.progress import RunProgress
 from evalrun.records import SampleRecord
 from evalrun.redact import MIN_SCRUB_CHARS
-from evalrun.report.files import write_reports
-from evalrun.report.terminal import render
-from evalrun.runlog import RunLog, is_run_dir
 from evalrun.sandbox.base import SandboxBackend
 from evalrun.store import RunLock, RunStore, claim_new_run_dir, remove_if_unused
 
@@ -67,6 +63,8 @@ def expected_precision(plan: RunPlan) -> str:
 def refuse_incompatible_resume(plan: RunPlan) -> None:
     """A run directory that already holds a run may only be continued with the same
     result-relevant config (agent, provider, model, sandbox, trials, task selection...)."""
+    from evalrun.runlog import RunLog, is_run_dir
+
     if not is_run_dir(plan.run_dir):
         return
     changes = diff(RunLog.open(plan.run_dir).config, plan.config, ignore=NOT_RESULT_RELEVANT)
@@ -149,6 +147,12 @@ def _run_plan(plan: RunPlan, console: Console, overrides: list[str] | None) -> i
 def _execute_and_report(
     plan: RunPlan, console: Console, overrides: list[str] | None, scope: RunScope
 ) -> int:
+    # what a run needs beyond a dry run, imported when one starts (bench/startup.py)
+    from evalrun.progress import RunProgress
+    from evalrun.report.files import write_reports
+    from evalrun.report.terminal import render
+    from evalrun.runlog import RunLog
+
     store = RunStore(plan.run_dir, plan.secrets)
     store.create()
     store.write_config(plan.config)

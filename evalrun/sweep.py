@@ -1,10 +1,10 @@
 """The sweep summary: after `evalrun -m ...`, line the jobs up side by side at the multirun root.
 
-`SweepSummary` is a Hydra callback (`hydra.callbacks.sweep_summary` in conf/config.yaml); Hydra
-calls `on_multirun_end` in the launching process once every job has returned - with the basic
-launcher and with `hydra/launcher=joblib` (jobs in parallel worker processes) alike. It reads
-each job's run directory (`<sweep dir>/<job number>/`), writes `<sweep dir>/sweep.json` and
-prints a table:
+`evalrun.callbacks.SweepSummary` is a Hydra callback (`hydra.callbacks.sweep_summary` in
+conf/config.yaml); Hydra calls `on_multirun_end` in the launching process once every job has
+returned - with the basic launcher and with `hydra/launcher=joblib` (jobs in parallel worker
+processes) alike. It reads each job's run directory (`<sweep dir>/<job number>/`), writes
+`<sweep dir>/sweep.json` and prints a table:
 
 - the swept values: the `key=value` overrides (from each job's overrides.yaml) that differ
   between jobs;
@@ -21,7 +21,8 @@ prints a table:
   disagreement with agent variance - it is labelled per cell, not per identical sample.
 
 A job without summary.json (it failed or was interrupted) is listed with its overrides and no
-metrics. Nothing here imports a heavy SDK: Hydra instantiates this callback on every run.
+metrics. The callback itself is light (Hydra instantiates it on every run, a dry run too) and
+imports this module only when a multirun ends.
 """
 
 from __future__ import annotations
@@ -32,14 +33,13 @@ from itertools import combinations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hydra.experimental.callback import Callback
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import OmegaConf
 
-from evalrun.console import make_console, styled
+from evalrun.console import styled
 from evalrun.errors import UsageError
 from evalrun.gate import build_profile
-from evalrun.metric_table import metric_interval, metric_value
-from evalrun.metrics import PASS_AT, PASS_HAT, Summary, pass_metric
+from evalrun.metric_table import PASS_AT, PASS_HAT, metric_interval, metric_value, pass_metric
+from evalrun.metrics import Summary
 from evalrun.records import Outcome, SampleRecord
 from evalrun.runlog import RunLog, sweep_jobs
 
@@ -48,14 +48,6 @@ if TYPE_CHECKING:
 
 SWEEP_FILE = "sweep.json"
 JUDGE_PASS = 0.5
-
-_gate_exit_codes: list[int] = []
-
-
-def gate_exit_code() -> int:
-    """The worst gate exit code of the sweeps summarised in this process (0 when none broke)."""
-    return max(_gate_exit_codes, default=0)
-
 
 @dataclass
 class Job:
@@ -249,22 +241,10 @@ def render(sweep: dict[str, Any], console: Console) -> None:
 
 
 def write_sweep_summary(sweep_dir: Path, console: Console) -> dict[str, Any]:
-    """Summarise, write sweep.json, print the tables; remember the worst gate exit code."""
+    """Summarise, write sweep.json, print the tables; the sweep as JSON (its jobs' gates in
+    `["jobs"][n]["gate"]["exit_code"]`)."""
     sweep = summarize_sweep(sweep_dir)
     (Path(sweep_dir) / SWEEP_FILE).write_text(json.dumps(sweep, indent=2, default=str) + "\n")
     render(sweep, console)
     console.print(f"sweep summary: {Path(sweep_dir) / SWEEP_FILE}", highlight=False)
-    codes = [(job["gate"] or {}).get("exit_code", 0) for job in sweep["jobs"]]
-    _gate_exit_codes.append(max(codes, default=0))
     return sweep
-
-
-class SweepSummary(Callback):
-    """Hydra callback: write the sweep summary when a multirun ends (see the module docstring)."""
-
-    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-
-        sweep_dir = Path(str(config.hydra.sweep.dir))
-        if sweep_dir.is_dir():
-            console = make_console(wide=True)
-            write_sweep_summary(sweep_dir, console)

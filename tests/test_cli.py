@@ -166,3 +166,15 @@ def test_start_up_and_a_dry_run_import_no_heavy_sdk(suite, tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+def test_help_lists_the_options_a_user_picks_and_the_composed_config():
+    proc = evalrun("--help", "trials=3")
+    assert proc.returncode == 0, proc.stderr
+    groups = proc.stdout.split("== Configuration groups ==")[1].split("== Config ==")[0]
+    listed = dict(line.split(": ", 1) for line in groups.splitlines() if ": " in line)
+    assert listed["sandbox"] == "bwrap, docker, local, modal"
+    assert "_schema" not in proc.stdout  # the typed schemas are not options to pick
+    assert "trials: 3" in proc.stdout.split("== Config ==")[1]  # composed with the overrides
+    bad = evalrun("--help", "trialz=3")
+    assert bad.returncode == 2 and "trialz" in bad.stderr

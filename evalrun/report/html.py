@@ -16,7 +16,8 @@ from html import escape
 from pathlib import Path
 from urllib.parse import quote
 
-from evalrun.metrics import PASS_AT, PASS_HAT, PHASES, GroupStats
+from evalrun.metric_table import PASS_AT, PASS_HAT, PHASES
+from evalrun.metrics import GroupStats
 from evalrun.records import SampleRecord
 from evalrun.report.diff_html import render_diff_html
 from evalrun.report.page import (

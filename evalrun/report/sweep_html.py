@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 from evalrun.configdiff import flatten
 from evalrun.errors import UsageError
-from evalrun.metrics import PASS_AT, PASS_HAT
+from evalrun.metric_table import PASS_AT, PASS_HAT
 from evalrun.report.page import (
     Cell,
     cards,

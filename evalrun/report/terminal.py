@@ -9,7 +9,8 @@ from rich.table import Table
 from rich.text import Text
 
 from evalrun.console import make_console, styled
-from evalrun.metrics import PASS_AT, PASS_HAT, GroupStats, Summary
+from evalrun.metric_table import PASS_AT, PASS_HAT
+from evalrun.metrics import GroupStats, Summary
 
 
 def fmt(value: float | None, digits: int = 2) -> str:
