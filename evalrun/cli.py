@@ -22,6 +22,7 @@ from evalrun.extras import require
 from evalrun.project import locate_config
 
 if TYPE_CHECKING:
+    from hydra.types import RunMode
     from omegaconf import DictConfig
 
 _err = make_console(stderr=True, soft_wrap=True)
@@ -298,10 +299,14 @@ def _run_job(cfg: DictConfig) -> None:
 
 def _mode_from_the_command_line(
     self: object, config_name: str | None, overrides: list[str]
-) -> None:
+) -> RunMode | None:
     """Hydra's `get_mode`, without composing: evalrun's configs never set `hydra.mode`, so the
-    mode is the command line's (`-m` or not) - which is what Hydra falls back to on None."""
-    return None
+    mode is the command line's - a `hydra.mode=` override, else `-m` or not (what Hydra falls
+    back to on None)."""
+    from hydra.types import RunMode
+
+    given = [o.partition("=")[2] for o in overrides if o.startswith("hydra.mode=")]
+    return RunMode[given[-1]] if given and given[-1] in RunMode.__members__ else None
 
 
 def _help(overrides: list[str]) -> int:

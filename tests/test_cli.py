@@ -178,3 +178,11 @@ def test_help_lists_the_options_a_user_picks_and_the_composed_config():
     assert "trials: 3" in proc.stdout.split("== Config ==")[1]  # composed with the overrides
     bad = evalrun("--help", "trialz=3")
     assert bad.returncode == 2 and "trialz" in bad.stderr
+
+
+def test_hydra_mode_on_the_command_line_still_chooses_a_multirun(suite, tmp_path):
+    sweep = tmp_path / "sweep"
+    proc = evalrun("hydra.mode=MULTIRUN", "agent=oracle,noop", f"tasks_dir={suite}", "limit=1",
+                   f"hydra.sweep.dir={sweep}")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert (sweep / "0" / "summary.json").is_file() and (sweep / "1" / "summary.json").is_file()
