@@ -16,6 +16,7 @@ from hydra.experimental.callback import Callback
 from omegaconf import DictConfig
 
 _gate_exit_codes: list[int] = []
+_swept_keys: set[str] = set()  # the keys `-m` sweeps over, when this process launched the sweep
 
 
 def gate_exit_code() -> int:
@@ -23,8 +24,28 @@ def gate_exit_code() -> int:
     return max(_gate_exit_codes, default=0)
 
 
+def job_header(num: int, overrides: list[str]) -> str:
+    """`job 0: agent=oracle` - printed before each job of a sweep: the values swept (all the
+    job's overrides when this process did not launch the sweep, e.g. a joblib worker)."""
+    from evalrun.usage import parse
+
+    shown = [
+        o
+        for o, parsed in zip(overrides, parse(overrides), strict=True)
+        if not _swept_keys or parsed.key_or_group in _swept_keys
+    ]
+    return f"job {num}: {' '.join(shown) or '(no overrides)'}"
+
+
 class SweepSummary(Callback):
-    """Hydra callback: write the sweep summary when a multirun ends (`evalrun.sweep`)."""
+    """Hydra callback: the swept keys when a multirun starts (for each job's header), the sweep
+    summary when it ends (`evalrun.sweep`)."""
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from evalrun.usage import parse
+
+        task = [str(o) for o in config.hydra.overrides.task]
+        _swept_keys.update(o.key_or_group for o in parse(task) if o.is_sweep_override())
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         sweep_dir = Path(str(config.hydra.sweep.dir))

@@ -7,11 +7,13 @@ same config from the same overrides where it needs one.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from omegaconf import open_dict
 from rich.console import Console
 
 from evalrun.arguments import CommandParser
@@ -29,8 +31,12 @@ _err = make_console(stderr=True, soft_wrap=True)
 
 
 def _print_error(exc: BaseException) -> None:
-    """One line on stderr; the message is text, not markup (`pip install 'evalrun[docker]'`)."""
+    """One line on stderr (and a hint line when there is one); the message is text, not markup
+    (`pip install 'evalrun[docker]'`)."""
     _err.print(styled("[red]error:[/]"), str(exc))
+    hint = getattr(exc, "hint", None)
+    if hint:
+        _err.print(styled("[dim]hint:[/]"), hint)
 
 
 def _console() -> Console:
@@ -46,8 +52,8 @@ def compose_config(
     `config_name` composes another packaged primary config instead (`online`: conf/online.yaml),
     with a project's conf/ folder on the search path so its own group options are found."""
     from hydra import compose, initialize_config_dir
-    from hydra.errors import HydraException
-    from omegaconf.errors import OmegaConfBaseException
+
+    from evalrun.usage import refuse_additions, translating
 
     register_configs()
     where = locate_config()
@@ -56,15 +62,18 @@ def compose_config(
         config_dir, name = CONF_DIR, config_name
         if where.project is not None:
             overrides = [f"hydra.searchpath=[file://{where.config_dir}]", *overrides]
-    try:
+    overrides = open_mapping_overrides(overrides)
+
+    def composed() -> DictConfig:
         with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
-            return compose(
-                config_name=name,
-                overrides=open_mapping_overrides(overrides),
-                return_hydra_config=return_hydra_config,
-            )
-    except (HydraException, OmegaConfBaseException) as exc:
-        raise UsageError(f"bad config override: {exc}") from exc
+            return compose(config_name=name, overrides=overrides, return_hydra_config=True)
+
+    cfg: DictConfig = translating(composed)  # outside Hydra's context: translating composes too
+    refuse_additions(cfg, overrides, cfg.hydra.runtime.choices)
+    if not return_hydra_config:
+        with open_dict(cfg):
+            del cfg["hydra"]
+    return cfg
 
 
 def cmd_check(args: list[str]) -> int:
@@ -262,32 +271,35 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
 }
 
 _exit_codes: list[int] = []
-_job_started = False
 
 
 def _run_job(cfg: DictConfig) -> None:
     """The body of every Hydra job: one evaluation run in Hydra's output directory."""
-    global _job_started
-    _job_started = True
     from hydra.core.hydra_config import HydraConfig
     from omegaconf import OmegaConf
 
     from evalrun.runner import run
+    from evalrun.usage import refuse_additions
 
     hydra_cfg = HydraConfig.get()
     run_dir = Path(hydra_cfg.runtime.output_dir)
-    cfg.run_dir = str(run_dir)
     # as typed: an `${oc.env:NAME}` in an override stays a reference (never its secret value)
     task_overrides = OmegaConf.to_container(hydra_cfg.overrides.task, resolve=False)
     assert isinstance(task_overrides, list)
     overrides = [str(o) for o in task_overrides if not str(o).startswith("run_dir=")]
+    multirun = hydra_cfg.mode is not None and hydra_cfg.mode.name == "MULTIRUN"
     try:
+        refuse_additions(cfg, overrides, hydra_cfg.runtime.choices)
+        cfg.run_dir = str(run_dir)
+        if multirun:
+            from evalrun.callbacks import job_header
+
+            _console().print(job_header(hydra_cfg.job.num, overrides), soft_wrap=True)
         _exit_codes.append(run(cfg, _console(), overrides=overrides))
-        if hydra_cfg.mode is not None and hydra_cfg.mode.name == "MULTIRUN":
+        if multirun:  # the sweep page covers the jobs so far; its path is printed at the end
             from evalrun.report.sweep_html import render_sweep_html
 
-            page = render_sweep_html(Path(hydra_cfg.sweep.dir))
-            _console().print(f"sweep report: {page}", highlight=False, soft_wrap=True)
+            render_sweep_html(Path(hydra_cfg.sweep.dir))
     except UsageError as exc:
         _print_error(exc)
         sys.exit(exc.exit_code)
@@ -318,10 +330,18 @@ def _help(overrides: list[str]) -> int:
     return 0
 
 
-def _hydra_main() -> int:
+def _hydra_main(args: list[str]) -> int:
     import hydra
     from hydra._internal.hydra import Hydra
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
 
+    from evalrun.run_dirs import remove_unused_sweeps
+    from evalrun.usage import check_args, from_hydra
+
+    flags, overrides = check_args(args, COMMANDS)
+    if {"--help", "-h"} & set(flags) and not {"--hydra-help", "--cfg", "-c", "--info"} & set(flags):
+        return _help(overrides)
     register_configs()
     where = locate_config()
     # Hydra 1.3 composes the whole config once only to read hydra.mode, then again to run: a
@@ -330,13 +350,16 @@ def _hydra_main() -> int:
     app = hydra.main(
         config_path=str(where.config_dir), config_name=where.config_name, version_base="1.3"
     )(_run_job)
+    sys.argv = [sys.argv[0], *flags, *overrides]  # Hydra parses sys.argv itself
+    # Hydra's errors come here as exceptions (not printed with the search path and exit 1),
+    # so that they are said in one line like every other usage error.
+    os.environ["HYDRA_FULL_ERROR"] = "1"
     try:
         app()
-    except SystemExit as exc:
-        # Hydra exits 1 on a composition error (unknown key, bad type): that is a usage error.
-        if exc.code == 1 and not _job_started:
-            return 2
-        raise
+    except (HydraException, OmegaConfBaseException) as exc:  # composing a run or a sweep's job
+        raise from_hydra(exc) from exc
+    finally:
+        remove_unused_sweeps()  # a sweep whose jobs all failed to start leaves no folder
     from evalrun.callbacks import gate_exit_code  # a multirun's gates, jobs run elsewhere too
 
     return max([*_exit_codes, gate_exit_code()])
@@ -386,20 +409,13 @@ def main(argv: list[str] | None = None) -> None:
     except UsageError as exc:
         _print_error(exc)
         sys.exit(exc.exit_code)
-    if args and args[0] in COMMANDS:
-        try:
+    try:
+        if args and args[0] in COMMANDS:
             sys.exit(COMMANDS[args[0]](args[1:]))
-        except UsageError as exc:
-            _print_error(exc)
-            sys.exit(exc.exit_code)
-    if {"--help", "-h"} & set(args) and all(a in ("--help", "-h") or "=" in a for a in args):
-        try:
-            sys.exit(_help([a for a in args if a not in ("--help", "-h")]))
-        except UsageError as exc:
-            _print_error(exc)
-            sys.exit(exc.exit_code)
-    sys.argv = [sys.argv[0], *args]  # Hydra parses sys.argv itself
-    sys.exit(_hydra_main())
+        sys.exit(_hydra_main(args))
+    except UsageError as exc:
+        _print_error(exc)
+        sys.exit(exc.exit_code)
 
 
 if __name__ == "__main__":

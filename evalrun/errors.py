@@ -12,9 +12,17 @@ from pathlib import Path
 
 
 class UsageError(Exception):
-    """A mistake the user can fix; printed without a traceback, exit code 2."""
+    """A mistake the user can fix; printed without a traceback, exit code 2.
+
+    The message is one line saying what is wrong; `hint`, when given, is one more line saying
+    what to do about it (printed as `hint: ...`).
+    """
 
     exit_code = 2
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.hint = hint
 
 
 def bad_value(key: str, expected: str, got: object) -> UsageError:

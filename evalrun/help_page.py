@@ -32,13 +32,27 @@ def group_options(folders: list[Path]) -> dict[str, list[str]]:
     return {group: sorted(names) for group, names in sorted(options.items())}
 
 
+def option_folders() -> list[Path]:
+    """The folders whose group subfolders offer options: evalrun's conf/, a project's conf/."""
+    return list(dict.fromkeys([CONF_DIR, locate_config().config_dir]))
+
+
+def default_first(names: list[str], default: str | None) -> list[str]:
+    """A group's options as a person picks them: the default (or chosen) one first, then the
+    others alphabetically - the order `--help` and a "no such option" error list them in."""
+    first = [default] if default in names else []
+    return first + sorted(n for n in names if n != default)
+
+
 def help_text(cfg: DictConfig) -> str:
     """The page for a config composed with its hydra node (`return_hydra_config=True`): its
     `hydra.help.template` with the groups and the config filled in (Hydra's own flags help and
     Hydra's groups are `--hydra-help`'s)."""
-    where = locate_config()
-    folders = list(dict.fromkeys([CONF_DIR, where.config_dir]))
-    groups = "\n".join(f"{g}: {', '.join(names)}" for g, names in group_options(folders).items())
+    chosen = dict(cfg.hydra.runtime.choices)
+    groups = "\n".join(
+        f"{g}: {', '.join(default_first(names, chosen.get(g)))}"
+        for g, names in group_options(option_folders()).items()
+    )
     shown = OmegaConf.masked_copy(cfg, [str(k) for k in cfg if k != "hydra"])
     page = string.Template(str(cfg.hydra.help.template)).safe_substitute(
         APP_CONFIG_GROUPS=groups + "\n",

@@ -187,10 +187,38 @@ def select(
             raise bad_value("limit", "a positive number", limit)
         chosen = chosen[:limit]
     if not chosen:
-        raise UsageError(
-            f"no task matches the selection (tags={tags}, difficulty={difficulty}, ids={ids})"
-        )
+        raise nothing_selected(tasks, tags, difficulty, ids)
     return chosen
+
+
+def nothing_selected(
+    tasks: list[Task], tags: list[str], difficulty: list[str], ids: list[str]
+) -> UsageError:
+    """Why the slice is empty, naming the tags (difficulties) the suite does have."""
+    have_tags = sorted({tag for t in tasks for tag in t.spec.tags})
+    have_levels = sorted({t.spec.difficulty.value for t in tasks})
+    missing = [tag for tag in tags if tag not in have_tags]
+    if tags and len(missing) == len(tags):
+        guesses = [g[0] for tag in missing if (g := difflib.get_close_matches(tag, have_tags, 1))]
+        return UsageError(
+            f"tags: no task has the tag{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
+            + (f" (did you mean {', '.join(guesses)}?)" if guesses else ""),
+            hint=f"tags in this suite: {', '.join(have_tags) or '(none)'}",
+        )
+    if difficulty and not set(difficulty) & set(have_levels):
+        return UsageError(
+            f"difficulty: no task is {' or '.join(difficulty)}",
+            hint=f"difficulties in this suite: {', '.join(have_levels)}",
+        )
+    asked = " ".join(
+        f"{knob}=[{','.join(values)}]" if len(values) > 1 else f"{knob}={values[0]}"
+        for knob, values in (("tags", tags), ("difficulty", difficulty), ("ids", ids))
+        if values
+    )
+    return UsageError(
+        f"no task matches {asked} together",
+        hint=f"tags: {', '.join(have_tags) or '(none)'}; difficulties: {', '.join(have_levels)}",
+    )
 
 
 def resolve_tasks_dir(value: str | None) -> Path:

@@ -25,6 +25,9 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from evalrun.store import claim_new_run_dir
 
+MULTIRUN_FILE = "multirun.yaml"  # what Hydra writes into a sweep folder before any job runs
+_claimed_sweeps: list[Path] = []
+
 
 def _raw(cfg: DictConfig, key: str) -> Any:
     """The configured (not interpolated) value at dotted `key`."""
@@ -63,6 +66,19 @@ class FreshRunDirs(Callback):
         if not is_dir_template(config, "hydra.sweep.dir"):
             return
         claimed = claim_new_run_dir(Path(str(config.hydra.sweep.dir)))
+        _claimed_sweeps.append(claimed)
         with read_write(config.hydra), open_dict(config.hydra):
             config.hydra.sweep.dir = str(claimed)
             config.hydra.overrides.hydra.append(f"hydra.sweep.dir={_quoted(claimed)}")
+
+
+def remove_unused_sweeps() -> None:
+    """Remove the sweep folders this process claimed that hold no job (every job failed before
+    it wrote a run): Hydra's multirun.yaml alone is no sweep. A folder given literally
+    (`hydra.sweep.dir=...`) is never claimed, so never removed."""
+    while _claimed_sweeps:
+        folder = _claimed_sweeps.pop()
+        if not folder.is_dir() or any(p.name != MULTIRUN_FILE for p in folder.iterdir()):
+            continue
+        (folder / MULTIRUN_FILE).unlink(missing_ok=True)
+        folder.rmdir()

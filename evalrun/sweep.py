@@ -241,10 +241,15 @@ def render(sweep: dict[str, Any], console: Console) -> None:
 
 
 def write_sweep_summary(sweep_dir: Path, console: Console) -> dict[str, Any]:
-    """Summarise, write sweep.json, print the tables; the sweep as JSON (its jobs' gates in
-    `["jobs"][n]["gate"]["exit_code"]`)."""
+    """Summarise, write sweep.json and the sweep page, print the tables (once, after the last
+    job); the sweep as JSON (its jobs' gates in `["jobs"][n]["gate"]["exit_code"]`)."""
+    from evalrun.report.sweep_html import render_sweep_html
+
     sweep = summarize_sweep(sweep_dir)
     (Path(sweep_dir) / SWEEP_FILE).write_text(json.dumps(sweep, indent=2, default=str) + "\n")
     render(sweep, console)
     console.print(f"sweep summary: {Path(sweep_dir) / SWEEP_FILE}", highlight=False)
+    if sweep["jobs"]:
+        page = render_sweep_html(Path(sweep_dir))
+        console.print(f"sweep report: {page}", highlight=False, soft_wrap=True)
     return sweep
