@@ -128,6 +128,10 @@ async def attempt_sample(
                     log(key, "setup.log", setup_log + turn.setup_log)
             result, verdict = turn.result, turn.verdict
             phases.agent = turn.agent_s
+            if turn.changes is not None:
+                fields["workspace_diff"] = turn.changes
+                if log and turn.changes.files:
+                    log(key, "workspace.diff", turn.changes.patch())
             if log:
                 log(key, "agent.log", _agent_log(result))
             fields["agent"] = result.model_copy(

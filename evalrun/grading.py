@@ -5,7 +5,9 @@ code for evalrun tasks, tests/test.sh's reward file for Harbor tasks). What grad
 rules every format shares:
 
 1. Before any of it, the agent phase ends (`Sandbox.end_agent`): every process the agent left is
-   killed and checked gone, and the verifier gets a fresh HOME and TMPDIR.
+   killed and checked gone, and the verifier gets a fresh HOME and TMPDIR. Then, before the
+   hidden verifier goes in, what the agent changed is recorded (`evalrun.workspace_diff`) when
+   the workspace's starting listing was taken.
 2. Once the agent phase has begun, anything that stops the verifier from reaching a verdict
    because of the workspace's state - a permission taken away, a path planted where a hidden
    file goes, a file missing, the verifier crashing, no reward file - is a `fail` with a reason
@@ -20,20 +22,27 @@ from __future__ import annotations
 
 from evalrun.errors import SandboxError
 from evalrun.formats.base import Verdict
-from evalrun.records import Outcome
+from evalrun.records import Outcome, WorkspaceDiff
 from evalrun.sandbox.base import Sandbox
 from evalrun.tasks import Task
+from evalrun.workspace_diff import Snapshot, changes_since
 
 __all__ = ["Verdict", "grade"]
 
 
-async def grade(task: Task, sandbox: Sandbox, answer: str, timeout_s: float) -> Verdict:
-    """End the agent phase in `sandbox`, then run the task's oracle on the agent's `answer`."""
+async def grade(
+    task: Task, sandbox: Sandbox, answer: str, timeout_s: float, before: Snapshot | None = None
+) -> tuple[Verdict, WorkspaceDiff | None]:
+    """End the agent phase in `sandbox`, record what changed since `before` (None: nothing
+    recorded), then run the task's oracle on the agent's `answer`."""
+    changes = None
     try:
         await sandbox.end_agent()
-        return await task.format.grade(sandbox, answer, timeout_s)
+        if before is not None:
+            changes = await changes_since(sandbox, before)
+        return await task.format.grade(sandbox, answer, timeout_s), changes
     except SandboxError as exc:
-        return Verdict(Outcome.error, f"verify could not run: {exc}", None, "", 0.0)
+        return Verdict(Outcome.error, f"verify could not run: {exc}", None, "", 0.0), changes
     except OSError as exc:
         reason = f"the verifier could not run in the workspace the agent left: {exc}"
-        return Verdict(Outcome.failed, reason, None, "", 0.0)
+        return Verdict(Outcome.failed, reason, None, "", 0.0), changes

@@ -8,10 +8,12 @@ never change the oracle's verdict. A judgement that fails is recorded as a missi
 with the error as its reason, never as 0.
 
 Here: the `Judge` protocol, `judge=none` (`NoJudge`), and what a judge sees (`judge_input`): the
-task prompt, the agent's final message, the files its tool calls wrote or edited, and the tool
-calls themselves (name and arguments, bounded) - which carry the content written. No diff is
-computed: an agent that reports no trajectory is judged on its message alone. The judge that
-scores - Opik's G-Eval through LiteLLM - is `evalrun.opik.geval.GEvalJudge`.
+task prompt, the agent's final message, what the agent changed in the workspace (the sample's
+recorded diff, `evalrun.workspace_diff`: every file added, removed or modified, whichever way
+the agent changed it) and the tool calls themselves (name and arguments, bounded). A sample
+without a recorded diff (an older run, a workspace too large to compare) falls back to the files
+the tool calls wrote or edited. The judge that scores - Opik's G-Eval through LiteLLM - is
+`evalrun.opik.geval.GEvalJudge`.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from evalrun.tasks import Task
 
 INPUT_CHARS = 24_000  # the whole text handed to the judge
 STEP_CHARS = 1_500  # one tool call's arguments and result
+DIFF_CHARS = 12_000  # the workspace diff, within INPUT_CHARS
 WRITING_TOOLS = ("write", "edit", "create", "patch", "replace", "append")
 PATH_ARGS = ("path", "file_path", "filename", "file")
 
@@ -92,11 +95,18 @@ def judge_input(task: Task, record: SampleRecord) -> str:
     ]
     if agent.error:
         parts.append("## The agent's run ended with an error\n" + agent.error)
-    files = written_files(record)
-    parts.append(
-        "## Files the agent wrote or edited (from its tool calls)\n"
-        + ("\n".join(f"- {f}" for f in files) if files else "(none recorded)")
-    )
+    changes = record.workspace_diff
+    if changes is not None and not changes.skipped:
+        parts.append(
+            f"## What the agent changed in the workspace ({changes.summary()})\n"
+            + (_clip(changes.patch(), DIFF_CHARS) if changes.files else "(nothing)")
+        )
+    else:
+        files = written_files(record)
+        parts.append(
+            "## Files the agent wrote or edited (from its tool calls)\n"
+            + ("\n".join(f"- {f}" for f in files) if files else "(none recorded)")
+        )
     steps = []
     for n, step in enumerate(agent.trajectory, 1):
         args = json.dumps(step.args, ensure_ascii=False, default=str)

@@ -1,4 +1,8 @@
-"""Live progress: a rich bar on a terminal, one line per finished task otherwise (CI logs)."""
+"""Live progress: a rich bar on a terminal, one line per finished task otherwise (CI logs).
+
+The bar is green while every sample so far passed, yellow once one failed, red once one ended
+in a harness error; the clock beside it is labelled (`ETA 0:01:20`).
+"""
 
 from __future__ import annotations
 
@@ -21,11 +25,13 @@ class RunProgress:
         self._started = time.monotonic()
         self._bar: Progress | None = None
         if console.is_terminal and total:
+            self._column = BarColumn(complete_style="green", finished_style="green")
             self._bar = Progress(
                 TextColumn("[bold]evalrun"),
-                BarColumn(),
+                self._column,
                 MofNCompleteColumn(),
                 TextColumn("{task.fields[counts]}"),
+                TextColumn("ETA"),
                 TimeRemainingColumn(),
                 console=console,
                 transient=True,
@@ -50,11 +56,19 @@ class RunProgress:
             f"[yellow]{self.counts[Outcome.error]} error[/]  pass@1 {rate}"
         )
 
+    def colour(self) -> str:
+        """green: all passing so far; yellow: a sample failed; red: a harness error."""
+        if self.counts[Outcome.error]:
+            return "red"
+        return "yellow" if self.counts[Outcome.failed] else "green"
+
     def advance(self, record: SampleRecord) -> None:
         self.counts[record.outcome] += 1
         per = self._per_task.setdefault(record.task_id, Counter())
         per[record.outcome] += 1
         if self._bar:
+            colour = self.colour()
+            self._column.complete_style = self._column.finished_style = colour
             self._bar.update(self._task, advance=1, counts=self._counts())
             return
         self._left[record.task_id] = self._left.get(record.task_id, 1) - 1

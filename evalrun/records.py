@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
@@ -65,6 +65,51 @@ class AgentResult(BaseModel):
     trajectory: list[ToolCall] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     error: str | None = None
+
+
+class FileChange(BaseModel):
+    """One file the agent added, removed or modified (`evalrun.workspace_diff`)."""
+
+    path: str  # relative to the workspace
+    change: Literal["added", "removed", "modified"]
+    binary: bool = False  # named only: no diff
+    size: int | None = None  # bytes, the new version's (the old one's when removed)
+    diff: str = ""  # unified diff of a text file (or a symlink's target), bounded
+    note: str | None = None  # why the diff is cut or missing; a mode change
+    step: str | None = None  # the step of a multi-step task whose turn changed it
+
+
+class WorkspaceDiff(BaseModel):
+    """What the agent changed in the workspace, from before its turn to after it."""
+
+    files: list[FileChange] = Field(default_factory=list)
+    skipped: str | None = None  # why no comparison was made (a huge workspace, no python3)
+
+    def counts(self) -> dict[str, int]:
+        """{"added": n, "modified": n, "removed": n}, in that order, zeros left out."""
+        kinds = ("added", "modified", "removed")
+        found = {kind: sum(f.change == kind for f in self.files) for kind in kinds}
+        return {kind: n for kind, n in found.items() if n}
+
+    def summary(self) -> str:
+        """`2 modified, 1 added` / `no change` / `not compared: <why>`."""
+        if self.skipped:
+            return f"not compared: {self.skipped}"
+        counts = self.counts()
+        return ", ".join(f"{n} {what}" for what, n in counts.items()) or "no change"
+
+    def patch(self) -> str:
+        """Every text diff, one after the other (binary files named)."""
+        parts = []
+        for item in self.files:
+            prefix = f"[step {item.step}] " if item.step else ""
+            if item.diff:
+                parts.append(f"# {prefix}{item.path}\n{item.diff}" if prefix else item.diff)
+            else:
+                what = "binary file" if item.binary else "file"
+                note = f" ({item.note})" if item.note else ""
+                parts.append(f"{prefix}{what} {item.change}: {item.path}{note}\n")
+        return "".join(parts)
 
 
 class Phases(BaseModel):
@@ -145,6 +190,7 @@ class SampleRecord(BaseModel):
     finished_at: float
     scores: dict[str, float | None] = Field(default_factory=dict)  # judge name -> 0-1; None: failed
     judge_reasons: dict[str, str] = Field(default_factory=dict)  # judge name -> its reason
+    workspace_diff: WorkspaceDiff | None = None  # None: not recorded (older runs, harness error)
 
     @property
     def key(self) -> CellKey:

@@ -205,11 +205,12 @@ def _execute_and_report(
     store.write_summary(summary)
     report_files = write_reports(plan.run_dir)  # report.html, junit.xml
     plan.tracker.finish(summary)
-    render(summary, plan.run_dir, console)
+    records = log.planned(log.records())  # in plan order, for the reasons and the probes
+    render(summary, plan.run_dir, console, records)
     if plan.suite == "probes":  # each expectation's pass rate per probe, and probes.json
         from evalrun.probes.report import report_expectations
 
-        report_expectations(plan.run_dir, log.planned(log.records()), console)
+        report_expectations(plan.run_dir, records, console)
     console.print(f"report: {report_files[0]}", soft_wrap=True)
     say_skipped(plan.skipped, console)
     stopped = scope.stop_reason()

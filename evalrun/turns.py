@@ -20,9 +20,10 @@ from evalrun.agents.base import Agent, tracking_progress
 from evalrun.errors import HarnessError, SandboxError
 from evalrun.formats.base import SetupFailed, Step, StepPlan, Verdict
 from evalrun.grading import grade
-from evalrun.records import AgentResult, Outcome, ToolCall, Usage
+from evalrun.records import AgentResult, Outcome, ToolCall, Usage, WorkspaceDiff
 from evalrun.sandbox.base import Sandbox
 from evalrun.tasks import Task
+from evalrun.workspace_diff import take_snapshot
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class Turn:
     verdict: Verdict
     setup_s: float = 0.0  # the steps' own preparation (multi-step tasks)
     setup_log: str = ""
+    changes: WorkspaceDiff | None = None  # what the agent changed in the workspace
 
 
 class LimitExceeded(Exception):
@@ -89,12 +91,14 @@ async def _within_limits(run: Awaitable[AgentResult], box: Sandbox) -> AgentResu
 async def take_turn(
     task: Task, agent: Agent, box: Sandbox, agent_s: float, verify_s: float
 ) -> Turn:
-    """The agent on `task` (its own timeout wins over `agent_s`), then the oracle."""
+    """The agent on `task` (its own timeout wins over `agent_s`), then the oracle; what the
+    agent changed in the workspace is recorded in between (`evalrun.workspace_diff`)."""
+    before = await take_snapshot(box)
     clock = time.monotonic()
     result, timed_out = await run_agent(agent, task, box, task.spec.agent_timeout_s or agent_s)
     took = time.monotonic() - clock
-    verdict = await grade(task, box, result.output, verify_s)
-    return Turn(result, timed_out, took, verdict)
+    verdict, changes = await grade(task, box, result.output, verify_s, before)
+    return Turn(result, timed_out, took, verdict, changes=changes)
 
 
 async def take_steps(
@@ -140,7 +144,18 @@ async def take_steps(
         verdict=plan.combine(graded),
         setup_s=prepared,
         setup_log="".join(logs),
+        changes=merge_changes(turns),
     )
+
+
+def merge_changes(turns: list[tuple[Step, Turn]]) -> WorkspaceDiff | None:
+    """The steps' workspace diffs as one, each file marked with its step."""
+    diffs = [(step, turn.changes) for step, turn in turns if turn.changes is not None]
+    if not diffs:
+        return None
+    files = [f.model_copy(update={"step": step.name}) for step, d in diffs for f in d.files]
+    skipped = "; ".join(f"step {step.name!r}: {d.skipped}" for step, d in diffs if d.skipped)
+    return WorkspaceDiff(files=files, skipped=skipped or None)
 
 
 def merge_results(turns: list[tuple[Step, Turn]]) -> AgentResult:

@@ -205,6 +205,24 @@ def test_the_judge_sees_prompt_message_and_what_the_agent_wrote(suite):
     assert '"content": "42"' in text
 
 
+def test_the_judge_sees_the_real_workspace_diff(suite, tmp_path, clean_env):
+    """An agent that reports no tool calls (a shell command) is judged on what it changed."""
+    clean_env.setenv("JUDGE_TEST_KEY", JUDGE_KEY)
+    script = [answer("1. Read the diff. 2. Score it."), answer('{"score": 9, "reason": "ok"}')]
+    run_dir = tmp_path / "run"
+    agent = ["agent=command", "agent.cmd='echo 42 > answer.txt; rm README.md; echo done'"]
+    with Standin(script) as model:
+        code = evaluate(suite, run_dir, model.base_url, "ids=001-judged", "trials=1", *agent)
+        assert code == 0
+        sent = json.dumps([r.body for r in model.requests])
+    [record] = records(run_dir).values()
+    changes = {f["path"]: f for f in record["workspace_diff"]["files"]}
+    assert changes["answer.txt"]["change"] == "added" and "+42" in changes["answer.txt"]["diff"]
+    assert changes["README.md"]["change"] == "removed"
+    assert "What the agent changed in the workspace (1 added, 1 removed)" in sent
+    assert "+++ b/answer.txt" in sent and "-Put the answer in answer.txt" in sent
+
+
 def test_harness_errors_are_not_judged(suite):
     task = load_task(suite / "001-judged")
     judge = GEvalJudge(name="x", model="openai/never-called", base_url="http://127.0.0.1:9/v1")

@@ -64,7 +64,7 @@ def show(args: list[str], console: Console) -> int:
     run = load_run(options.run_dir.expanduser())
     if options.task_id is not None:
         return show_task(run, options.task_id, console)
-    render(run.summary, run.run_dir, console)
+    render(run.summary, run.run_dir, console, run.records)
     for task in run.skipped:
         console.print(styled("[yellow]skipped[/] {} ({}):", task.id, task.kind), task.reason)
     return 0

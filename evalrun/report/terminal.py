@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Console
@@ -11,6 +12,10 @@ from rich.text import Text
 from evalrun.console import make_console, styled
 from evalrun.metric_table import PASS_AT, PASS_HAT
 from evalrun.metrics import GroupStats, Summary
+from evalrun.records import Outcome, SampleRecord
+from evalrun.report.reasons import failure_groups
+
+REASONS_SHOWN = 10  # reason lines after the tables; the rest are in report.html
 
 
 def fmt(value: float | None, digits: int = 2) -> str:
@@ -137,7 +142,13 @@ def summary_lines(summary: Summary) -> list[Text]:
     return [line if isinstance(line, Text) else Text(line) for line in lines]
 
 
-def render(summary: Summary, run_dir: Path, console: Console | None = None) -> None:
+def render(
+    summary: Summary,
+    run_dir: Path,
+    console: Console | None = None,
+    records: Sequence[SampleRecord] = (),
+) -> None:
+    """The tables, the summary block, then why samples did not pass (from `records`)."""
     console = console or make_console(wide=True)
     console.print(task_table(summary))
     if len(summary.by_tag) > 1:
@@ -146,14 +157,32 @@ def render(summary: Summary, run_dir: Path, console: Console | None = None) -> N
         console.print(group_table("By difficulty", summary.by_difficulty, summary.ks))
     for line in summary_lines(summary):
         console.print(line)
-    if summary.error_samples:
-        console.print(
-            styled("[red]{} samples ended in a harness error:[/]", len(summary.error_samples))
-        )
-        for err in summary.error_samples[:20]:
-            console.print(f"  {err.task_id}#{err.trial}: {err.reason}")
+    print_reasons(records, console)
     state = summary.state
     if state is not None:
         colour = "green" if state.complete else "yellow"
         console.print(styled(f"run [{colour}]{{}}[/]", state.describe()))
     console.print(f"run directory: {run_dir}")
+
+
+def print_reasons(
+    records: Sequence[SampleRecord], console: Console, cap: int = REASONS_SHOWN
+) -> None:
+    """Failures and harness errors grouped by task, one reason line each; after `cap` lines,
+    how many more there are and where to read them."""
+    groups = failure_groups(records)
+    if not groups:
+        return
+    failed = sum(len(g.trials) for g in groups if g.outcome is Outcome.failed)
+    errors = sum(len(g.trials) for g in groups if g.outcome is Outcome.error)
+    counts = [f"{failed} failed" if failed else "", f"{errors} harness errors" if errors else ""]
+    console.print(styled("[bold]Why[/] ({}):", ", ".join(c for c in counts if c)))
+    width = max(len(g.label()) for g in groups[:cap])
+    for group in groups[:cap]:
+        tag = "[red]fail [/]" if group.outcome is Outcome.failed else "[yellow]error[/]"
+        label = group.label().ljust(width)
+        console.print(styled(f"  {tag} {{}}  {{}}", label, group.reason), soft_wrap=True)
+    rest = groups[cap:]
+    if rest:
+        more = sum(len(g.trials) for g in rest)
+        console.print(f"  ... and {more} more: see report.html")

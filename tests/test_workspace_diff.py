@@ -1,0 +1,122 @@
+"""What the agent changed, recorded the same way on every backend through the sandbox API.
+
+One sandbox per backend: a starting workspace (text, binary, a symlink, a git ref, a file to
+delete) is listed, a stand-in "agent" changes it with shell commands, the agent phase ends, and
+the recorded diff must name every change - a unified diff for text, binary files by name. The
+bounds (a huge workspace, a missing python3) are checked on the local backend and a fake.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from evalrun import workspace_diff
+from evalrun.records import WorkspaceDiff
+from evalrun.sandbox.base import ExecResult
+from evalrun.workspace_diff import changes_since, take_snapshot
+from tests.sandbox.conftest import ALL_BACKENDS, backend_params, build_backend
+
+AGENT = """
+set -e
+sed -i 's/return a - b/return a + b/' calc.py
+printf 'new notes\\n' > notes/new.txt
+rm gone.txt
+printf '\\x00\\x01\\x02changed' > image.bin
+chmod 755 run.sh
+ln -sfn calc.py link
+echo 0123456789abcdef0123456789abcdef01234567 > .git/refs/heads/main
+"""
+
+
+def starting_workspace(root: Path) -> Path:
+    (root / "notes").mkdir(parents=True)
+    (root / ".git" / "refs" / "heads").mkdir(parents=True)
+    (root / ".git" / "objects").mkdir()
+    (root / "calc.py").write_text("def add(a, b):\n    return a - b\n\n\nprint(add(1, 2))\n")
+    (root / "gone.txt").write_text("delete me\n")
+    (root / "image.bin").write_bytes(b"\x00\x01\x02\x03")
+    (root / "run.sh").write_text("echo hi\n")
+    (root / "run.sh").chmod(0o644)
+    (root / "link").symlink_to("gone.txt")
+    (root / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (root / ".git" / "refs" / "heads" / "main").write_text("f" * 40 + "\n")
+    (root / ".git" / "objects" / "blob").write_bytes(b"\x78\x9c")
+    return root
+
+
+async def agent_changes(backend, setup: Path, script: str = AGENT) -> WorkspaceDiff:
+    async with backend.open("diff-test") as box:
+        await box.put(setup)
+        before = await take_snapshot(box)
+        result = await box.exec(script)
+        assert result.ok, result.stderr
+        await box.end_agent()
+        return await changes_since(box, before)
+
+
+@pytest.mark.parametrize("backend_id", backend_params(ALL_BACKENDS))
+def test_every_change_is_recorded_on_every_backend(backend_id, request, tmp_path):
+    backend = build_backend(backend_id, request)
+    changes = asyncio.run(agent_changes(backend, starting_workspace(tmp_path / "setup")))
+    assert changes.skipped is None
+    got = {f.path: f for f in changes.files}
+    assert sorted(got) == [
+        ".git/refs/heads/main",
+        "calc.py",
+        "gone.txt",
+        "image.bin",
+        "link",
+        "notes/new.txt",
+        "run.sh",
+    ]
+    assert got["calc.py"].change == "modified"
+    assert "-    return a - b\n+    return a + b\n" in got["calc.py"].diff
+    assert got["calc.py"].diff.startswith("--- a/calc.py\n+++ b/calc.py\n")
+    assert got["notes/new.txt"].change == "added" and "+new notes" in got["notes/new.txt"].diff
+    assert got["gone.txt"].change == "removed" and "-delete me" in got["gone.txt"].diff
+    assert got["image.bin"].binary and got["image.bin"].diff == "" and got["image.bin"].size == 10
+    assert got["run.sh"].note == "mode 0644 → 0755" and got["run.sh"].diff == ""
+    assert "-symlink -> gone.txt\n+symlink -> calc.py" in got["link"].diff
+    assert "+0123456789abcdef" in got[".git/refs/heads/main"].diff
+    assert changes.summary() == "1 added, 5 modified, 1 removed"
+
+
+def test_a_huge_workspace_is_not_compared_and_says_so(tmp_path, monkeypatch, request):
+    monkeypatch.setattr(workspace_diff, "MAX_FILES", 5)
+    setup = tmp_path / "setup"
+    setup.mkdir()
+    for n in range(8):
+        (setup / f"f{n}.txt").write_text(str(n))
+    changes = asyncio.run(agent_changes(build_backend("local", request), setup, "rm f0.txt"))
+    assert changes.files == []
+    assert changes.skipped == "the workspace holds more than 5 files"
+    assert changes.summary() == "not compared: the workspace holds more than 5 files"
+
+
+def test_big_text_files_are_named_with_a_note(tmp_path, monkeypatch, request):
+    monkeypatch.setattr(workspace_diff, "TEXT_MAX", 1000)
+    setup = tmp_path / "setup"
+    setup.mkdir()
+    (setup / "big.txt").write_text("line\n" * 400)
+    changes = asyncio.run(
+        agent_changes(build_backend("local", request), setup, "echo more >> big.txt")
+    )
+    [big] = changes.files
+    assert (big.change, big.binary, big.diff) == ("modified", False, "")
+    assert big.note == "no diff: the starting version was not kept (too large)"
+
+
+class NoPython:
+    """A sandbox whose image has no python3 (some task images)."""
+
+    async def exec(self, cmd, **kwargs):
+        return ExecResult(127, "", "python3: command not found", 0.0)
+
+
+def test_a_sandbox_without_python_gets_a_note_not_a_failure():
+    snapshot = asyncio.run(take_snapshot(NoPython()))
+    changes = asyncio.run(changes_since(NoPython(), snapshot))
+    assert changes.skipped == "the sandbox has no python3 to list the workspace with"
