@@ -135,6 +135,8 @@ def diff_runs(run_a: str | Path, run_b: str | Path) -> dict[str, Any]:
     k = max(1, min(max(a.summary.ks, default=1), max(b.summary.ks, default=1)))
     stats_a = {t.task_id: t for t in a.summary.tasks}
     stats_b = {t.task_id: t for t in b.summary.tasks}
+    index_a = {t.task_id: i for i, t in enumerate(a.summary.tasks)}
+    index_b = {t.task_id: i for i, t in enumerate(b.summary.tasks)}
     rows, pairs = [], []
     for task_id in shared:
         ta, tb = stats_a.get(task_id), stats_b.get(task_id)
@@ -150,6 +152,7 @@ def diff_runs(run_a: str | Path, run_b: str | Path) -> dict[str, Any]:
                 "b": row_b,
                 "delta": {m: _delta(row_a[m], row_b[m]) for m in row_a},
                 "significance": task_significance(ta, tb),
+                "index": {"a": index_a[task_id], "b": index_b[task_id]},  # report.html #t-<n>
             }
         )
     suite_a, suite_b = headline(a.summary, k), headline(b.summary, k)
@@ -168,6 +171,7 @@ def diff_runs(run_a: str | Path, run_b: str | Path) -> dict[str, Any]:
     return {
         "a": {"label": str(a.run_dir), "run_id": a.summary.run_id, "state": _state(a.summary)},
         "b": {"label": str(b.run_dir), "run_id": b.summary.run_id, "state": _state(b.summary)},
+        "verdict": verdict_line(pass_metric(PASS_AT, 1), metrics.get(pass_metric(PASS_AT, 1))),
         "k": k,
         "config": config.to_json(),
         "config_not_result_relevant": sorted(
@@ -207,29 +211,95 @@ def _not_result_relevant(key: str) -> bool:
     return any(key == p or key.startswith(p + ".") for p in NOT_RESULT_RELEVANT)
 
 
-# --- terminal --------------------------------------------------------------------------------
-def _fmt(value: Any) -> str:
+# --- figures, rounded the way each kind of metric is read ---------------------------------------
+def metric_kind(name: str) -> str:
+    """rate (0..1, 2 decimals), usd, seconds, count or other - from the metric's name."""
+    lowered = name.lower()
+    if lowered.startswith(("pass", "judge:")) or lowered in ("error_rate", "agreement"):
+        return "rate"
+    if "usd" in lowered or lowered.startswith("cost"):
+        return "usd"
+    if lowered.endswith("_s") or "latency" in lowered:
+        return "seconds"
+    if lowered in ("passes", "n", "flaky_tasks", "samples", "errors"):
+        return "count"
+    return "other"
+
+
+def fmt_value(name: str, value: Any) -> str:
+    """`0.62`, `$0.0123`, `4.21s`, `3` - never a raw float such as 0.007076."""
     if value is None:
         return "-"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return str(value)
+    kind = metric_kind(name)
+    if kind == "rate":
+        return f"{value:.2f}"
+    if kind == "usd":
+        return f"${value:.4f}" if abs(value) < 1 else f"${value:,.2f}"
+    if kind == "seconds":
+        return f"{value:.2f}s"
+    if kind == "count":
+        return f"{value:.0f}"
+    return f"{value:.3g}"
 
 
+def fmt_change(name: str, delta: float | None) -> str:
+    """A delta with its sign, rounded like its metric (`+0.09`, `-$0.0040`, `+1.20s`)."""
+    if delta is None:
+        return "-"
+    if delta == 0:
+        return "0"
+    shown = fmt_value(name, abs(delta))
+    if not any(c in "123456789" for c in shown):  # rounds to zero: no sign to show
+        return shown
+    return ("+" if delta > 0 else "-") + shown
+
+
+def significance_text(paired: dict[str, Any] | None) -> str:
+    """`p=0.03, significant` / `p=0.52, noise` / `` - for a delta's column."""
+    if not paired or paired.get("p") is None:
+        return ""
+    if paired.get("changed_tasks") == 0:
+        return "no change"
+    verdict = "significant" if paired.get("significant") else "noise"
+    return f"p={paired['p']:.2g}, {verdict}"
+
+
+def verdict_line(name: str, entry: dict[str, Any] | None) -> str:
+    """The diff in one line: `pass@1 0.62 → 0.71 (+0.09, p=0.03, significant)`."""
+    if not entry:
+        return f"{name}: not in both runs"
+    a, b = entry.get("a"), entry.get("b")
+    head = f"{name} {fmt_value(name, a)} → {fmt_value(name, b)}"
+    paired = entry.get("paired") or {}
+    if a is None or b is None:
+        return head
+    if not paired.get("tasks"):
+        return f"{head} (no task scored in both runs)"
+    if not paired.get("changed_tasks"):
+        return f"{head} (no change on {paired['tasks']} shared tasks)"
+    change = fmt_change(name, paired.get("mean_delta"))
+    return f"{head} ({change}, {significance_text(paired)})"
+
+
+# --- terminal --------------------------------------------------------------------------------
 def _fmt_delta(name: str, delta: float | None, higher_is_better: bool) -> str | Text:
     if delta is None:
         return "-"
     if delta == 0:
         return "0"
     better = (delta > 0) == higher_is_better
-    return styled("[green]{}[/]" if better else "[red]{}[/]", f"{delta:+.4g}")
+    return styled("[green]{}[/]" if better else "[red]{}[/]", fmt_change(name, delta))
 
 
 def render(result: dict[str, Any], console: Console) -> None:
-    """Print the comparison: config, task set, suite metrics, then the tasks that moved."""
+    """Print the comparison: the verdict, config, task set, suite metrics, then the tasks that
+    moved."""
     console.print(
         styled("[bold]a[/] {}\n[bold]b[/] {}", result["a"]["label"], result["b"]["label"])
     )
+    console.print(styled("[bold]{}[/]", result["verdict"]), soft_wrap=True)
     for line in partial_warnings(result):
         console.print(styled("[yellow]{}[/]", line), soft_wrap=True)
     config = result["config"]
@@ -239,11 +309,11 @@ def render(result: dict[str, Any], console: Console) -> None:
         for column in ("key", "a", "b"):
             table.add_column(column, overflow="fold")
         for key, pair in config["changed"].items():
-            table.add_row(_key(key, quiet), _fmt(pair["a"]), _fmt(pair["b"]))
+            table.add_row(_key(key, quiet), _plain(pair["a"]), _plain(pair["b"]))
         for key, value in config["added"].items():
-            table.add_row(_key(key, quiet), styled("[dim](absent)[/]"), _fmt(value))
+            table.add_row(_key(key, quiet), styled("[dim](absent)[/]"), _plain(value))
         for key, value in config["removed"].items():
-            table.add_row(_key(key, quiet), _fmt(value), styled("[dim](absent)[/]"))
+            table.add_row(_key(key, quiet), _plain(value), styled("[dim](absent)[/]"))
         console.print(table)
     else:
         console.print("config: identical")
@@ -257,13 +327,19 @@ def render(result: dict[str, Any], console: Console) -> None:
             ", ".join(tasks["changed"]),
         )
     table = Table(title="Suite", header_style="bold")
-    for column in ("metric", "a", "b", "Δ", "paired Δ over shared tasks [95% CI]", "p"):
-        table.add_column(column, justify="left" if column == "metric" else "right")
+    for column in ("metric", "a", "b", "Δ", "significance (paired over shared tasks)"):
+        table.add_column(column, justify="left" if column in ("metric",) else "right")
     for name, entry in result["metrics"].items():
         delta = _fmt_delta(name, entry["delta"], entry["higher_is_better"])
-        table.add_row(name, _fmt(entry["a"]), _fmt(entry["b"]), delta, *_paired_cells(entry))
+        table.add_row(
+            name,
+            fmt_value(name, entry["a"]),
+            fmt_value(name, entry["b"]),
+            delta,
+            _paired_cell(name, entry),
+        )
     console.print(table)
-    console.print(f"suite pass@1: {result['significance']['note']}", highlight=False)
+    console.print(styled("[dim]pass@1 over shared tasks: {}[/]", result["significance"]["note"]))
     moved = [r for r in tasks["rows"] if r["delta"]["pass@1"] or r["fingerprint_changed"]]
     if not moved:
         console.print(f"per task: no pass@1 change on {len(tasks['rows'])} shared tasks")
@@ -276,25 +352,33 @@ def render(result: dict[str, Any], console: Console) -> None:
         name = styled(
             "{} [yellow](changed)[/]" if row["fingerprint_changed"] else "{}", row["task_id"]
         )
+        sig = row["significance"]
         table.add_row(
             name,
             f"{a['passes']}/{a['n']}",
             f"{b['passes']}/{b['n']}",
             _fmt_delta("pass@1", row["delta"]["pass@1"], True),
-            row["significance"]["note"],
+            "no change"
+            if sig["note"] == "no change"
+            else f"p={sig['p']:.2g}, {'significant' if sig['significant'] else 'noise'}",
         )
     console.print(table)
 
 
-def _paired_cells(entry: dict[str, Any]) -> tuple[str | Text, str | Text]:
+def _plain(value: Any) -> str:
+    return "-" if value is None else str(value)
+
+
+def _paired_cell(name: str, entry: dict[str, Any]) -> str | Text:
+    """The paired change over the shared tasks: `-0.25 [-0.40, -0.10] p=0.008, significant`."""
     paired = entry.get("paired")
     if not paired or "mean_delta" not in paired:
-        return "", ""
-    shown = _fmt_delta("pass", paired["mean_delta"], True)
-    if paired.get("ci95"):
+        return ""
+    text = significance_text(paired)
+    if paired.get("ci95") and paired.get("changed_tasks") != 0:
         low, high = paired["ci95"]
-        shown += f" [{low:+.3f}, {high:+.3f}]"
-    return shown, styled("[bold]{}[/]" if paired["significant"] else "{}", f"{paired['p']:.3g}")
+        text = f"{fmt_change(name, paired['mean_delta'])} [{low:+.2f}, {high:+.2f}] {text}"
+    return styled("[bold]{}[/]" if paired["significant"] else "{}", text)
 
 
 def _key(key: str, quiet: set[str]) -> Text:
@@ -320,7 +404,7 @@ def diff_command(args: list[str], console: Console) -> int:
     if html:
         from evalrun.report.diff_html import render_diff_html
 
-        Path(html).write_text(render_diff_html(result), encoding="utf-8")
+        Path(html).write_text(render_diff_html(result, Path(html).parent), encoding="utf-8")
         if not as_json:
             console.print(f"html: {html}", highlight=False)
     return 0

@@ -126,6 +126,7 @@ class RunPlan:
                     difficulty=t.spec.difficulty.value,
                     tags=list(t.spec.tags),
                     format=t.format.name,
+                    prompt=t.spec.prompt,
                     fields=kept_fields(t) if t.format.kept_fields else {},
                 )
                 for t in self.tasks

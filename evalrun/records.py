@@ -26,6 +26,10 @@ class ToolCall(BaseModel):
     result: str = ""  # a bounded summary, not the full output
     duration_s: float | None = None
     error: str | None = None
+    # Tokens of the model response that asked for this call, when the agent knows them: set on
+    # the first call of that response only, so a trajectory's tokens add up.
+    input_tokens: int | None = None
+    output_tokens: int | None = None
 
 
 class Usage(BaseModel):

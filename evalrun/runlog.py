@@ -56,7 +56,8 @@ class RunKind(StrEnum):
 
 
 class PlannedTask(BaseModel):
-    """One task of plan.json. `fields`: what the task's file says that evalrun does not use."""
+    """One task of plan.json. `fields`: what the task's file says that evalrun does not use;
+    `prompt`: the prompt the agent was given (shown in report.html and `evalrun show`)."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -65,6 +66,7 @@ class PlannedTask(BaseModel):
     difficulty: str = "unknown"
     tags: list[str] = Field(default_factory=list)
     format: str | None = None
+    prompt: str | None = None  # what the agent was given (None in runs that predate it)
     fields: dict[str, Any] = Field(default_factory=dict)
 
 

@@ -65,6 +65,7 @@ HYDRA_FLAGS = {
     "--info": False,  # its value is optional (`--info searchpath`): a bare word after it is fine
     "-i": False,
 }
+FLAG_CHOICES = {"--cfg": ("job", "hydra", "all"), "-c": ("job", "hydra", "all")}
 INFO_TOPICS = ("all", "config", "defaults", "defaults-tree", "plugins", "searchpath")
 
 
@@ -119,20 +120,19 @@ def no_such_option(group: str, option: str, offered: Sequence[str] | None = None
     return UsageError(f"{group}={option}: no such option{suggestion}{listed}")
 
 
-def _schema_groups() -> set[str]:
-    """The config groups that hold typed schemas in the ConfigStore."""
+def _is_schema(group: str, option: str) -> bool:
+    """Whether `group=option` names a typed schema in the ConfigStore (not an option)."""
     from hydra.core.config_store import ConfigStore
 
     from evalrun.config import register_configs
 
+    if not option.endswith(SCHEMA_SUFFIX):
+        return False
     register_configs()
-    repo = ConfigStore.instance().repo
-    return {
-        group
-        for group, entries in repo.items()
-        if isinstance(entries, dict)
-        and any(str(name).removesuffix(".yaml").endswith(SCHEMA_SUFFIX) for name in entries)
-    }
+    try:
+        return f"{option}.yaml" in ConfigStore.instance().list(group)
+    except OSError:  # no such group in the store
+        return False
 
 
 # --- before Hydra ----------------------------------------------------------------------------
@@ -143,24 +143,28 @@ def unknown_command(word: str, commands: Iterable[str]) -> UsageError:
         return UsageError(f"unknown command '{word}'; did you mean {guess}?")
     hint = "commands: " + ", ".join(sorted(commands)) + "; a run takes key=value overrides"
     if os.path.isdir(word):
-        from evalrun.report.rundata import is_run_dir
+        from evalrun.runlog import is_run_dir
 
         looking = "show" if is_run_dir(Path(word)) else "ls"
         hint = f"to look at runs: evalrun {looking} {word}"
     return UsageError(f"unknown command '{word}'", hint=hint)
 
 
-def check_args(args: Sequence[str], commands: Iterable[str]) -> list[str]:
+def check_args(args: Sequence[str], commands: Iterable[str]) -> tuple[list[str], list[str]]:
     """Refuse, before Hydra parses them, arguments of a run that cannot mean anything: a bare
     word (a misspelt command or a missing `=`), an unknown flag, a schema named as an option.
-    Returns the arguments with Hydra's flags first (its parser takes no flag after an override:
-    `evalrun tasks_dir=x -m tags=a,b` means what it says)."""
-    expects_value = False
+    Returns Hydra's flags (with their values) and the overrides apart: Hydra's parser takes no
+    flag after an override, so flags go first (`evalrun tasks_dir=x -m tags=a,b` means what it
+    says)."""
+    expects_value = ""  # the flag whose value comes next
     flags: list[str] = []
     overrides: list[str] = []
     for index, arg in enumerate(args):
         if expects_value:
-            expects_value = False
+            choices = FLAG_CHOICES.get(expects_value)
+            if choices and arg not in choices:
+                raise UsageError(f"{expects_value} {arg}: expected one of {', '.join(choices)}")
+            expects_value = ""
             flags.append(arg)
             continue
         if arg.startswith("-"):
@@ -172,7 +176,7 @@ def check_args(args: Sequence[str], commands: Iterable[str]) -> list[str]:
                 raise UsageError(
                     f"unknown option '{flag}'{tail}", hint="evalrun --help lists the options"
                 )
-            expects_value = HYDRA_FLAGS[flag] and "=" not in arg
+            expects_value = flag if HYDRA_FLAGS[flag] and "=" not in arg else ""
             continue
         if "=" in arg or arg.startswith("~"):
             overrides.append(arg)
@@ -186,28 +190,25 @@ def check_args(args: Sequence[str], commands: Iterable[str]) -> list[str]:
             f"'{arg}' is not an override: expected key=value",
             hint="e.g. evalrun trials=3 tags=python; quote values with spaces or brackets",
         )
+    if expects_value:
+        raise UsageError(f"{expects_value} needs a value", hint="evalrun --help lists the options")
     _refuse_schema_options(overrides)
-    return flags + overrides
+    return flags, overrides
 
 
 def _refuse_schema_options(overrides: list[str]) -> None:
     """`sandbox=docker_schema` names the typed schema the docker option starts from: it is no
     option (it has no defaults) and must not run."""
     candidates = [o for o in overrides if SCHEMA_SUFFIX in o]
-    if not candidates:
-        return
-    groups = _schema_groups()
     for override in parse(candidates):
         group = override.key_or_group
-        if group not in groups:
-            continue
         values = (
             list(override.sweep_string_iterator())
             if override.is_sweep_override()
             else [override.value()]
         )
         for value in values:
-            if isinstance(value, str) and value.endswith(SCHEMA_SUFFIX):
+            if isinstance(value, str) and _is_schema(group, value):
                 raise no_such_option(group, value)
 
 
@@ -237,7 +238,7 @@ def refuse_additions(cfg: Any, overrides: Sequence[str], groups: Iterable[str]) 
         key = override.key_or_group
         if key in known_groups or key == "hydra" or key.startswith(("hydra.", "hydra/")):
             continue
-        parent_key, _, leaf = key.rpartition(".")
+        parent_key = key.rpartition(".")[0]
         parent = OmegaConf.select(cfg, parent_key) if parent_key else cfg
         if isinstance(parent, DictConfig) and OmegaConf.get_type(parent) is dict:
             continue  # agent.env, agent.kwargs, provider.headers_env, profile.floors, ...

@@ -128,6 +128,7 @@ if len(encoded) * 4 // 3 > limits["output_max"]:
 emit(out)
 """
 
+
 def _limits() -> str:
     return json.dumps(
         {

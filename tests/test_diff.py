@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import shutil
 
 import pytest
@@ -89,8 +90,13 @@ def test_diff_of_two_crafted_runs(two_runs):
     assert "agent._target_" in text and "concurrency (does not affect results)" in text
     assert "tasks only in b: 004-new" in text and "tasks only in a: 003-gone" in text
     assert "fingerprint differs" in text and "002-other" in text
-    assert "significant (Fisher p=0.00794)" in text
-    assert "suite pass@1: noise: -1.000" in text and "p=0.5 (paired over 2 tasks" in text
+    assert "p=0.0079, significant" in text  # the task's Fisher test, beside its delta
+    assert "pass@1 over shared tasks: noise: -1.000" in text and "p=0.5 (paired over 2" in text
+    # the verdict first, figures rounded, the paired significance beside the suite deltas
+    assert text.splitlines()[2] == "pass@1 1.00 → 0.00 (-1.00, p=0.5, noise)"
+    assert result["verdict"] == "pass@1 1.00 → 0.00 (-1.00, p=0.5, noise)"
+    assert "-1.00 [-1.00, -1.00] p=0.5, noise" in text
+    assert not re.search(r"\d\.\d{4,}", text.split("pass@1 over shared tasks")[0])  # no raw floats
 
 
 def test_identical_runs_show_no_change(make_task, tmp_path):
@@ -103,6 +109,7 @@ def test_identical_runs_show_no_change(make_task, tmp_path):
         result["tasks"]["added"] == result["tasks"]["removed"] == result["tasks"]["changed"] == []
     )
     assert result["significance"]["note"] == "no change"
+    assert result["verdict"] == "pass@1 1.00 → 1.00 (no change on 1 shared tasks)"
     assert result["tasks"]["rows"][0]["significance"]["note"] == "no change"
 
 

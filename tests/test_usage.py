@@ -24,8 +24,8 @@ CASES = [
     ),
     (
         ["agent=codr"],
-        "error: agent=codr: no such option; did you mean coder? "
-        "(options: oracle, coder, command, noop, python)",
+        "error: agent=codr: no such option; did you mean coder? (options: oracle, aider, "
+        "claude_code, coder, codex, command, gemini_cli, mini_swe_agent, noop, opencode, python)",
         None,
     ),
     (  # a typed schema is no option: it is not listed, and it does not run

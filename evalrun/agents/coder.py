@@ -129,7 +129,10 @@ class CoderAgent:
                 task.spec.prompt, usage_limits=UsageLimits(request_limit=max_steps)
             ) as run:
                 try:
-                    async for _node in run:
+                    async for node in run:
+                        if Agent.is_call_tools_node(node):  # its tools run next: their tokens
+                            used = node.model_response.usage
+                            tools.turn_tokens = (used.input_tokens, used.output_tokens)
                         if live is not None:
                             live.usage = self._usage(run.usage, run.all_messages())
                     if run.result is not None:

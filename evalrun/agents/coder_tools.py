@@ -75,6 +75,7 @@ class SandboxTools:
         self.output_chars = output_chars
         self.bash_timeout_s = bash_timeout_s
         self.trajectory: list[ToolCall] = []
+        self.turn_tokens: tuple[int, int] | None = None  # the asking response's; used once
 
     def functions(self) -> list[Callable[..., Awaitable[str]]]:
         return [self.read, self.write, self.edit, self.bash, self.grep, self.ls]
@@ -92,6 +93,7 @@ class SandboxTools:
             error = f"{type(exc).__name__}: {exc.strerror or exc}"
             text = f"error: {error}"
         recorded = {k: clip(v, ARG_CHARS) if isinstance(v, str) else v for k, v in args.items()}
+        tokens, self.turn_tokens = self.turn_tokens or (None, None), None
         self.trajectory.append(
             ToolCall(
                 name=name,
@@ -99,6 +101,8 @@ class SandboxTools:
                 result=clip(text, SUMMARY_CHARS),
                 duration_s=time.monotonic() - started,
                 error=error,
+                input_tokens=tokens[0],
+                output_tokens=tokens[1],
             )
         )
         return clip(text, self.output_chars)

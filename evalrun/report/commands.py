@@ -16,11 +16,14 @@ from rich.console import Console
 from evalrun.arguments import CommandParser
 from evalrun.console import styled
 from evalrun.errors import UsageError
+from evalrun.report.reasons import why
+from evalrun.report.terminal import print_reasons
 
 if TYPE_CHECKING:
     from evalrun.report.rundata import RunFiles
 
 DEFAULT_RUNS_DIR = Path("runs")
+PROMPT_LINES = 6  # of a task's prompt in `evalrun show <run> <task>`
 
 
 def _parser(command: str, description: str) -> CommandParser:
@@ -84,15 +87,40 @@ def show_task(run: RunFiles, task_id: str, console: Console) -> int:
     shown = {"format": entry.format or "", "difficulty": entry.difficulty, "tags": entry.tags}
     for key, value in {**shown, "fingerprint": entry.fingerprint}.items():
         console.print(f"  {key:<12} {value}")
-    for rec in (r for r in run.records if r.task_id == task_id):
-        reason = f": {rec.reason}" if rec.reason else ""
-        console.print(f"  trial {rec.trial:<6} {rec.outcome.value}{reason}")
+    prompt = run.prompt(task_id)
+    if prompt:
+        lines = prompt.strip().splitlines()
+        head = lines[:PROMPT_LINES] + (["..."] if len(lines) > PROMPT_LINES else [])
+        console.print("  prompt       " + "\n               ".join(head), soft_wrap=True)
+    records = [r for r in run.records if r.task_id == task_id]
+    for rec in records:
+        took = sum(v for v in rec.phases.model_dump().values() if v is not None)
+        colour = {"pass": "green", "fail": "red"}.get(rec.outcome.value, "yellow")
+        console.print(
+            styled(
+                f"  trial {{:<6}} [{colour}]{{:<5}}[/] {{:>7}}",
+                rec.trial,
+                rec.outcome.value,
+                f"{took:.1f}s",
+            ),
+            why(rec),
+            soft_wrap=True,
+        )
+        if rec.workspace_diff is not None:
+            changed = ", ".join(f"{f.change} {f.path}" for f in rec.workspace_diff.files[:8])
+            more = len(rec.workspace_diff.files) - 8
+            console.print(
+                f"{'':22}changed: {rec.workspace_diff.summary()}"
+                + (f" ({changed}{f' and {more} more' if more > 0 else ''})" if changed else ""),
+                soft_wrap=True,
+            )
     fields = run.task_fields(task_id)
     if fields:
         console.print("  kept from the task file, not used by evalrun:")
         width = max(len(k) for k in fields)
         for key, value in fields.items():
             console.print(f"    {key:<{width}}  {json.dumps(value, ensure_ascii=False)}")
+    print_reasons(records, console)
     return 0
 
 

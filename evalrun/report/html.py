@@ -1,38 +1,30 @@
-"""report.html: one self-contained page per run - headline numbers, a sortable task table, plots,
-breakdowns by tag and difficulty, every sample's drill-down and the resolved config.
+"""report.html: one self-contained page per run - headline numbers, a sortable task table with
+why each task failed, plots, breakdowns by tag and difficulty, every sample's drill-down (the
+prompt, why it did not pass, what the agent changed, outputs, the trajectory) and the config.
 
 `render_html(run_dir)` works purely from the files in the run directory (see `rundata`), so it can
-re-render a run copied from elsewhere. Agent output is untrusted: every piece of recorded text is
-escaped, and the page's CSP would block a script that slipped through anyway (see `page`).
-The sweep page (`render_sweep_html`) and the diff page (`render_diff_html`) live in their own
-modules and are re-exported here, so every HTML report is reachable from this one name.
+re-render a run copied from elsewhere. This module turns a run into plain values; the page itself
+is templates/run.html.j2, rendered with autoescape (`evalrun.report.page`). The sweep page
+(`render_sweep_html`) and the diff page (`render_diff_html`) live in their own modules and are
+re-exported here, so every HTML report is reachable from this one name.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import dataclass, field
 from datetime import datetime
-from html import escape
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from evalrun.metric_table import PASS_AT, PASS_HAT, PHASES
-from evalrun.metrics import GroupStats
-from evalrun.records import SampleRecord
+from evalrun.metrics import TaskStats
+from evalrun.records import Outcome, SampleRecord, ToolCall, WorkspaceDiff
 from evalrun.report.diff_html import render_diff_html
-from evalrun.report.page import (
-    Cell,
-    cards,
-    estimate_cell,
-    fmt_rate,
-    fmt_s,
-    fmt_usd,
-    num_cell,
-    page,
-    rate_cell,
-    table,
-    text_cell,
-)
+from evalrun.report.page import Card, fmt_rate, fmt_s, fmt_usd, render, svg
+from evalrun.report.reasons import first_line, why, why_parts
 from evalrun.report.rundata import HTML_FILE, RunFiles, clean_text, load_run
 from evalrun.report.svg import PALETTE, Series, bar_chart, box_plot, line_chart
 from evalrun.report.sweep_html import render_sweep_html
@@ -40,6 +32,7 @@ from evalrun.report.sweep_html import render_sweep_html
 __all__ = ["render_diff_html", "render_html", "render_sweep_html", "run_html", "write_html"]
 
 TEXT_CAP = 20_000  # characters of one text block shown in the page; the logs hold the rest
+SHORT_REASON = 160  # the reason in a sample's one-line summary
 
 
 def render_html(run_dir: Path) -> Path:
@@ -60,70 +53,204 @@ def when(ts: float | None) -> str:
     return datetime.fromtimestamp(ts).astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
 
 
-def sample_anchor(index: int, trial: int) -> str:
-    """Element id of a sample's drill-down; task ids are not trusted to be valid ids."""
-    return f"s-{index}-{trial}"
+def capped(text: str | None) -> str:
+    """Recorded output as shown in a block: plain text, the last `TEXT_CAP` characters."""
+    body = clean_text(text)
+    if len(body) > TEXT_CAP:
+        cut = len(body) - TEXT_CAP
+        body = f"[... {cut} characters cut; see the log files ...]\n" + body[-TEXT_CAP:]
+    return body
+
+
+_ESCAPES = re.compile(r"\\[nt]")
+
+
+def readable(text: str | None) -> str:
+    """A reason as a person reads it: a verifier's repr'd strings (`'1\\n2\\nFizz'`) with their
+    `\\n` and `\\t` shown as line breaks and tabs, when the text has no real line breaks."""
+    body = clean_text(text).strip()
+    if "\n" in body or not _ESCAPES.search(body):
+        return body
+    return body.replace("\\n", "\n").replace("\\t", "\t")
+
+
+@dataclass
+class Step:
+    name: str
+    duration_s: float | None
+    error: str
+    tokens: str
+    inline: str = ""
+    blocks: list[tuple[str, str]] = field(default_factory=list)
+    result: str = ""
+
+
+def step_view(step: ToolCall) -> Step:
+    """Short arguments inline, long ones (a file's new content) as blocks; tokens when known."""
+    tokens = ""
+    if step.input_tokens is not None or step.output_tokens is not None:
+        tokens = f"{step.input_tokens or 0:,} in / {step.output_tokens or 0:,} out tokens"
+    view = Step(step.name, step.duration_s, clean_text(step.error), tokens)
+    if step.args:
+        line = json.dumps(step.args, ensure_ascii=False, default=str)
+        if len(line) <= 120 and "\\n" not in line:
+            view.inline = clean_text(line)
+        else:
+            view.blocks = [
+                (str(k), capped(v if isinstance(v, str) else json.dumps(v, indent=2, default=str)))
+                for k, v in step.args.items()
+            ]
+    view.result = capped(step.result) if step.result else ""
+    return view
+
+
+def patch_lines(changes: WorkspaceDiff) -> list[tuple[str, str]]:
+    """The sample's unified diff, each line with its CSS class (add, del, hunk, file)."""
+    out = []
+    for line in capped(changes.patch()).splitlines():
+        if line.startswith(("+++", "---", "# ")):
+            kind = "file"
+        elif line.startswith("@@"):
+            kind = "hunk"
+        elif line.startswith("+"):
+            kind = "add"
+        elif line.startswith("-"):
+            kind = "del"
+        else:
+            kind = ""
+        out.append((kind, line))
+    return out
+
+
+def sample_view(run: RunFiles, index: int, rec: SampleRecord) -> dict[str, Any]:
+    usage = rec.agent.usage
+    reason = why(rec)
+    facts = [
+        ("outcome", rec.outcome.value),
+        ("verify exit code", "—" if rec.verify_exit_code is None else str(rec.verify_exit_code)),
+        ("timed out in", rec.timed_out_phase or "—"),
+        ("attempts", str(rec.attempts)),
+        ("phases", "  ".join(f"{p} {fmt_s(getattr(rec.phases, p))}" for p in PHASES)),
+        ("started", when(rec.started_at)),
+        (
+            "usage",
+            f"{usage.requests} requests, {usage.input_tokens:,} in / {usage.output_tokens:,} out "
+            f"tokens, cost {fmt_usd(usage.cost_usd)}",
+        ),
+    ]
+    for name, score in rec.scores.items():  # judges (with their reason), rewards, expectations
+        said = rec.judge_reasons.get(name)
+        label = f"judge {name}" if said is not None else f"score {name}"
+        facts.append((label, fmt_rate(score, 3) + (f" — {said}" if said else "")))
+    logs = run.run_dir / "samples" / rec.task_id / str(rec.trial)
+    links = [
+        (log.name, quote(f"samples/{rec.task_id}/{rec.trial}/{log.name}"))
+        for log in (
+            sorted(logs.glob("*.log")) + sorted(logs.glob("*.diff")) if logs.is_dir() else []
+        )
+    ]
+    steps = [step_view(s) for s in rec.agent.trajectory]
+    changes = rec.workspace_diff
+    return {
+        "record": rec,
+        "took": sum(v for v in rec.phases.model_dump().values() if v is not None),
+        "why": "\n\n".join(readable(p) for p in why_parts(rec))
+        if rec.outcome is not Outcome.passed
+        else "",
+        "short": first_line(reason, SHORT_REASON),
+        "text": " ".join([rec.outcome.value, reason, clean_text(rec.agent.error)]).lower(),
+        "changes": changes,
+        "patch": patch_lines(changes) if changes is not None and changes.files else [],
+        "verify_output": capped(rec.verify_output),
+        "agent_output": capped(rec.agent.output),
+        "steps": steps,
+        "step_tokens": any(s.tokens for s in steps),
+        "facts": facts,
+        "logs": links,
+    }
+
+
+def task_view(run: RunFiles, index: int, stats: TaskStats) -> dict[str, Any]:
+    records = [r for r in run.records if r.task_id == stats.task_id]
+    reasons = list(dict.fromkeys(why(r) for r in records if r.outcome is not Outcome.passed))
+    own = " ".join([stats.task_id, stats.difficulty, *stats.tags]).lower()
+    fields = run.task_fields(stats.task_id)
+    return {
+        "id": stats.task_id,
+        "index": index,
+        "stats": stats,
+        "records": records,
+        "rate": stats.passes / stats.n if stats.n else None,
+        "failing": any(r.outcome is not Outcome.passed for r in records),
+        "reason": reasons[0] if reasons else "",
+        "reason_short": first_line(reasons[0], SHORT_REASON) if reasons else "",
+        "more_reasons": len(reasons) - 1 if reasons else 0,
+        "own_text": own,
+        "text": " ".join([own, *reasons]).lower(),
+        "prompt": run.prompt(stats.task_id),
+        "fields": [(k, json.dumps(v, ensure_ascii=False)) for k, v in fields.items()],
+        "samples": [sample_view(run, index, r) for r in records],
+    }
 
 
 def run_html(run: RunFiles) -> str:
     s = run.summary
     kmax = max(s.ks)
-    title = f"evalrun · {s.run_id}"
-    wall = run.finished_at - run.started_at if run.started_at and run.finished_at else None
-    status = run.state.describe() if run.state else "state unknown"
-    meta = (
-        f"agent <b>{escape(run.agent)}</b> · sandbox <b>{escape(run.plan.sandbox)}</b>"
-        f" · {len(s.tasks)} tasks &times; {run.plan.trials} trials"
-        f" · started {escape(when(run.started_at))} · {escape(status)}"
-        f"<br>tasks from <code>{escape(run.plan.tasks_dir)}</code>"
-    )
     o = s.overall
     heads = [(PASS_AT, 1)] + ([(PASS_AT, kmax), (PASS_HAT, kmax)] if kmax > 1 else [])
-    headline: list = [
-        (f"{base}{k}", fmt_rate(o.value(base, k), 3), o.interval(base, k)) for base, k in heads
-    ]
+    headline = [Card(f"{b}{k}", fmt_rate(o.value(b, k), 3), o.interval(b, k)) for b, k in heads]
     if not s.scored:  # a rate over no scored sample is not a result
-        headline[0] = ("pass@1", "— (nothing scored)", None)
-    headline.insert(1, ("harness errors", str(s.errors)))
+        headline[0] = Card("pass@1", "— (nothing scored)")
+    wall = run.finished_at - run.started_at if run.started_at and run.finished_at else None
+    headline.insert(1, Card("harness errors", str(s.errors)))
     headline += [
-        ("flaky tasks", str(s.overall.flaky_tasks)),
-        ("passed / failed / errors", f"{s.passes} / {s.scored - s.passes} / {s.errors}"),
-        ("cost total", fmt_usd(s.cost.total_usd)),
-        ("agent latency p50", fmt_s(s.latency["agent"].p50 if "agent" in s.latency else None)),
-        ("wall time", fmt_s(wall)),
+        Card("flaky tasks", str(o.flaky_tasks)),
+        Card("passed / failed / errors", f"{s.passes} / {s.scored - s.passes} / {s.errors}"),
+        Card("cost total", fmt_usd(s.cost.total_usd)),
+        Card("agent latency p50", fmt_s(s.latency["agent"].p50 if "agent" in s.latency else None)),
+        Card("wall time", fmt_s(wall)),
     ]
-    partial = run.state is not None and not run.state.complete
-    banner = (
-        f'<p class="partial" id="run-state"><b>Partial run</b>: {escape(status)} - the numbers '
-        "below cover only the recorded cells. Finish it with "
-        f"<code>evalrun resume={escape(str(run.run_dir))}</code>.</p>"
-        if partial
-        else ""
+    index = {t.task_id: i for i, t in enumerate(s.tasks)}
+    plotted, no_cost = plots(run)
+    return render(
+        "run.html.j2",
+        title=f"evalrun · {s.run_id}",
+        agent=run.agent,
+        sandbox=run.plan.sandbox,
+        trials=str(run.plan.trials),
+        tasks_dir=run.plan.tasks_dir,
+        started=when(run.started_at),
+        status=run.state.describe() if run.state else "state unknown",
+        state=run.state,
+        partial=run.state is not None and not run.state.complete,
+        run_dir=str(run.run_dir),
+        headline=headline,
+        plots=plotted,
+        no_cost=no_cost,
+        kmax=kmax,
+        heads=heads,
+        tasks=[task_view(run, i, t) for i, t in enumerate(s.tasks)],
+        skipped=run.skipped,
+        breakdowns=[
+            (n, g) for n, g in (("By tag", s.by_tag), ("By difficulty", s.by_difficulty)) if g
+        ],
+        errors=[
+            {
+                "index": index.get(e.task_id, -1),
+                "task_id": e.task_id,
+                "trial": e.trial,
+                "reason": clean_text(e.reason),
+            }
+            for e in s.error_samples
+        ],
+        overrides=" ".join(run.overrides) or "(none)",
+        config_text=capped(run.config_text),
+        fingerprints=[(t.id, t.fingerprint) for t in run.plan.tasks],
     )
-    body = [
-        f"<h1>{escape(title)}</h1>",
-        f'<p class="meta">{meta}</p>',
-        banner,
-        cards(headline),
-        "<h2>Plots</h2>",
-        f'<div class="plots">{plots(run)}</div>',
-        "<h2>Tasks</h2>",
-        task_table(run),
-        skipped_section(run),
-        group_section("By tag", s.by_tag, s.ks),
-        group_section("By difficulty", s.by_difficulty, s.ks),
-        errors_section(run),
-        "<h2>Samples</h2>",
-        '<p class="muted">Click a task, then a trial: verify output, agent output, the '
-        "trajectory step by step, errors.</p>",
-        samples_section(run),
-        "<h2>Config</h2>",
-        config_section(run),
-    ]
-    return page(title, "\n".join(b for b in body if b))
 
 
-def plots(run: RunFiles) -> str:
+def plots(run: RunFiles) -> tuple[list[Any], bool]:
+    """The SVG plots (markup from `evalrun.report.svg`), and whether the cost plot is missing."""
     s = run.summary
     series = [
         Series(
@@ -158,12 +285,10 @@ def plots(run: RunFiles) -> str:
     )
     if priced:
         out.append(bar_chart(priced, title="cost per task (all trials)", fmt=fmt_usd))
-    else:
-        out.append('<p class="muted">No cost plot: the agent reported no cost for any sample.</p>')
-    return "".join(out)
+    return [svg(p) for p in out], not priced
 
 
-def band(group: GroupStats, base: str, ks: list[int]) -> list[tuple[float, float, float]]:
+def band(group, base: str, ks: list[int]) -> list[tuple[float, float, float]]:
     """(k, low, high) of a pass metric's 95% interval at every k that has one."""
     return [
         (k, est.low, est.high)
@@ -172,215 +297,3 @@ def band(group: GroupStats, base: str, ks: list[int]) -> list[tuple[float, float
         and est.low is not None
         and est.high is not None
     ]
-
-
-def outcome_dots(run: RunFiles, index: int, task_id: str) -> str:
-    return "".join(
-        f'<a class="dot {r.outcome.value}" href="#{sample_anchor(index, r.trial)}" '
-        f'title="trial {r.trial}: {r.outcome.value}"></a>'
-        for r in run.records
-        if r.task_id == task_id
-    )
-
-
-def task_table(run: RunFiles) -> str:
-    s = run.summary
-    kmax = max(s.ks)
-    headers = [("task", False), ("difficulty", False), ("tags", False), ("trials", False)]
-    headers += [("passed", True), ("pass@1", True)]
-    if kmax > 1:
-        headers += [(f"pass@{kmax}", True), (f"pass^{kmax}", True)]
-    headers += [("flaky", False), ("errors", True), ("mean latency", True), ("cost", True)]
-    rows = []
-    for index, t in enumerate(s.tasks):
-        rate = t.passes / t.n if t.n else None
-        row = [
-            Cell(f'<a href="#t-{index}">{escape(t.task_id)}</a>', t.task_id),
-            text_cell(t.difficulty),
-            text_cell(", ".join(t.tags)),
-            Cell(outcome_dots(run, index, t.task_id), rate),
-            num_cell(rate, f"{t.passes}/{t.n}"),
-            rate_cell(t.pass_at.get(1)),
-        ]
-        if kmax > 1:
-            row += [rate_cell(t.pass_at.get(kmax)), rate_cell(t.pass_hat.get(kmax))]
-        row += [
-            Cell('<span class="flaky">flaky</span>' if t.flaky else "", "flaky" if t.flaky else ""),
-            num_cell(t.errors, str(t.errors) if t.errors else ""),
-            num_cell(t.mean_latency_s, fmt_s(t.mean_latency_s)),
-            num_cell(t.cost_usd, fmt_usd(t.cost_usd)),
-        ]
-        rows.append(row)
-    return table(headers, rows, css="sortable tasks")
-
-
-def group_section(title: str, groups: dict[str, GroupStats], ks: list[int]) -> str:
-    if not groups:
-        return ""
-    kmax = max(ks)
-    headers = [("group", False), ("tasks", True), ("pass@1", True)]
-    if kmax > 1:
-        headers += [(f"pass@{kmax}", True), (f"pass^{kmax}", True)]
-    headers.append(("flaky tasks", True))
-    rows = []
-    for name, g in groups.items():
-        row = [text_cell(name), num_cell(g.tasks, str(g.tasks))]
-        row += [
-            estimate_cell(g.value(base, k), g.interval(base, k))
-            for base, k in [(PASS_AT, 1)]
-            + ([(PASS_AT, kmax), (PASS_HAT, kmax)] if kmax > 1 else [])
-        ]
-        row.append(num_cell(g.flaky_tasks, str(g.flaky_tasks)))
-        rows.append(row)
-    return f"<h2>{escape(title)}</h2>" + table(headers, rows, css="sortable groups")
-
-
-def errors_section(run: RunFiles) -> str:
-    errors = run.summary.error_samples
-    if not errors:
-        return ""
-    index = {t.task_id: i for i, t in enumerate(run.summary.tasks)}
-    items = "".join(
-        f'<li><a href="#{sample_anchor(index.get(e.task_id, -1), e.trial)}">'
-        f"{escape(e.task_id)}#{e.trial}</a>: {escape(clean_text(e.reason))}</li>"
-        for e in errors
-    )
-    return (
-        f'<h2>Harness errors ({len(errors)})</h2><p class="muted">No verdict could be '
-        f"produced for these samples; they are kept out of every pass rate.</p><ul>{items}</ul>"
-    )
-
-
-def pre(text: str | None) -> str:
-    body = clean_text(text)
-    if len(body) > TEXT_CAP:
-        body = (
-            f"[... {len(body) - TEXT_CAP} characters cut; see the log files ...]\n"
-            + body[-TEXT_CAP:]
-        )
-    return f"<pre>{escape(body)}</pre>" if body.strip() else '<p class="muted">(empty)</p>'
-
-
-def step_args(args: dict) -> str:
-    """Short arguments inline, long ones (a file's new content) as a block."""
-    if not args:
-        return ""
-    line = json.dumps(args, ensure_ascii=False, default=str)
-    if len(line) <= 120 and "\\n" not in line:
-        return f" <code>{escape(clean_text(line))}</code>"
-    blocks = (
-        f"<div class=muted>{escape(str(key))}</div>"
-        + pre(value if isinstance(value, str) else json.dumps(value, indent=2, default=str))
-        for key, value in args.items()
-    )
-    return "".join(blocks)
-
-
-def sample_body(run: RunFiles, rec: SampleRecord) -> str:
-    usage = rec.agent.usage
-    facts = [
-        ("outcome", rec.outcome.value),
-        ("reason", clean_text(rec.reason) or "—"),
-        ("verify exit code", "—" if rec.verify_exit_code is None else str(rec.verify_exit_code)),
-        ("timed out in", rec.timed_out_phase or "—"),
-        ("attempts", str(rec.attempts)),
-        ("phases", "  ".join(f"{p} {fmt_s(getattr(rec.phases, p))}" for p in PHASES)),
-        ("started", when(rec.started_at)),
-        (
-            "usage",
-            f"{usage.requests} requests, {usage.input_tokens} in / {usage.output_tokens} out "
-            f"tokens, cost {fmt_usd(usage.cost_usd)}",
-        ),
-    ]
-    for name, score in rec.scores.items():  # judges (with their reason), rewards, expectations
-        reason = rec.judge_reasons.get(name)
-        label = f"judge {name}" if reason is not None else f"score {name}"
-        facts.append((label, fmt_rate(score, 3) + (f" — {reason}" if reason else "")))
-    kv = "".join(f"<div class=muted>{escape(k)}</div><div>{escape(v)}</div>" for k, v in facts)
-    parts = [f'<div class="kv">{kv}</div>']
-    if rec.agent.error:
-        parts += ["<h4>Agent error</h4>", pre(rec.agent.error)]
-    parts += ["<h4>Verify output</h4>", pre(rec.verify_output)]
-    parts += ["<h4>Agent output</h4>", pre(rec.agent.output)]
-    parts.append(f"<h4>Trajectory ({len(rec.agent.trajectory)} steps)</h4>")
-    steps = []
-    for step in rec.agent.trajectory:
-        error = f' <span class="down">{escape(clean_text(step.error))}</span>' if step.error else ""
-        steps.append(
-            f"<li><b>{escape(step.name)}</b> <span class=muted>{fmt_s(step.duration_s)}</span>"
-            f"{error}{step_args(step.args)}{pre(step.result) if step.result else ''}</li>"
-        )
-    parts.append(f'<ol class="steps">{"".join(steps)}</ol>' if steps else "")
-    logs = run.run_dir / "samples" / rec.task_id / str(rec.trial)
-    if logs.is_dir():
-        links = " · ".join(
-            f'<a href="{quote(f"samples/{rec.task_id}/{rec.trial}/{log.name}")}">'
-            f"{escape(log.name)}</a>"
-            for log in sorted(logs.glob("*.log"))
-        )
-        parts.append(f"<p>Full logs: {links}</p>")
-    return "".join(parts)
-
-
-def skipped_section(run: RunFiles) -> str:
-    """The suite's tasks that did not run, and why."""
-    if not run.skipped:
-        return ""
-    items = "".join(
-        f"<li><code>{escape(s.id)}</code> ({escape(s.kind)}): {escape(s.reason)}</li>"
-        for s in run.skipped
-    )
-    return f"<h3>Skipped: {len(run.skipped)} tasks did not run</h3><ul>{items}</ul>"
-
-
-def fields_table(fields: dict) -> str:
-    """A task's kept-but-unused file fields (dotted key, JSON value)."""
-    rows = "".join(
-        f"<tr><td><code>{escape(key)}</code></td><td><code>"
-        f"{escape(json.dumps(value, ensure_ascii=False))}</code></td></tr>"
-        for key, value in fields.items()
-    )
-    return (
-        "<details><summary>task file fields evalrun keeps but does not use</summary>"
-        f"<table><thead><tr><th>key</th><th>value</th></tr></thead><tbody>{rows}</tbody>"
-        "</table></details>"
-    )
-
-
-def samples_section(run: RunFiles) -> str:
-    out = []
-    for index, t in enumerate(run.summary.tasks):
-        recs = [r for r in run.records if r.task_id == t.task_id]
-        inner = "".join(
-            f'<details class="sample" id="{sample_anchor(index, r.trial)}"><summary>'
-            f'<span class="dot {r.outcome.value}"></span> trial {r.trial} · {r.outcome.value}'
-            f" · {fmt_s(sum(v for v in r.phases.model_dump().values() if v is not None))}"
-            f"{' · ' + escape(clean_text(r.reason)[:160]) if r.reason else ''}</summary>"
-            f'<div class="sample-body">{sample_body(run, r)}</div></details>'
-            for r in recs
-        )
-        fields = run.task_fields(t.task_id)
-        out.append(
-            f'<details class="task" id="t-{index}"><summary>{escape(t.task_id)} '
-            f'<span class="muted">{t.passes}/{t.n} passed'
-            f"{f', {t.errors} errors' if t.errors else ''}</span></summary>"
-            f"{fields_table(fields) if fields else ''}"
-            f"{inner or '<p class=muted>no sample recorded</p>'}</details>"
-        )
-    return "".join(out)
-
-
-def config_section(run: RunFiles) -> str:
-    overrides = " ".join(run.overrides) or "(none)"
-    fingerprints = "".join(
-        f"<tr><td>{escape(t.id)}</td><td><code>{escape(t.fingerprint[:16])}</code></td></tr>"
-        for t in run.plan.tasks
-    )
-    return (
-        f"<p>Overrides: <code>{escape(overrides)}</code></p>"
-        "<details open><summary>config.yaml (resolved, secrets redacted)</summary>"
-        f"{pre(run.config_text)}</details>"
-        "<details><summary>task fingerprints (plan.json)</summary>"
-        f"<table><thead><tr><th>task</th><th>sha256</th></tr></thead>"
-        f"<tbody>{fingerprints}</tbody></table></details>"
-    )

@@ -25,10 +25,11 @@ def first_line(text: str | None, limit: int = LINE_CHARS) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
-def why(record: SampleRecord) -> str:
-    """One line saying why `record` did not pass ("" for a pass without a reason)."""
+def why_parts(record: SampleRecord) -> list[str]:
+    """Why `record` did not pass, whole: the agent's error (or timeout) first, then the
+    verdict's reason; a harness error's reason alone. [] for a pass without a reason."""
     if record.outcome is Outcome.error:
-        return first_line(record.reason) or "harness error"
+        return [record.reason or "harness error"]
     agent_error = record.agent.error
     verdict = record.reason or ""
     if agent_error and verdict.endswith(f" (agent: {agent_error})"):
@@ -36,10 +37,15 @@ def why(record: SampleRecord) -> str:
     parts = []
     if agent_error:
         timed_out = record.timed_out_phase == "agent"
-        parts.append(first_line(agent_error) if timed_out else f"agent: {first_line(agent_error)}")
-    if first_line(verdict):
-        parts.append(first_line(verdict))
-    return first_line(" → ".join(parts))
+        parts.append(agent_error if timed_out else f"agent: {agent_error}")
+    if verdict.strip():
+        parts.append(verdict)
+    return parts
+
+
+def why(record: SampleRecord) -> str:
+    """One line saying why `record` did not pass ("" for a pass without a reason)."""
+    return first_line(" → ".join(first_line(p, 10_000) for p in why_parts(record)))
 
 
 @dataclass

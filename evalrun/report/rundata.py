@@ -74,6 +74,11 @@ class RunFiles:
         """The suite's tasks that did not run: id, kind (cannot load / cannot run), reason."""
         return self.log.plan.skipped
 
+    def prompt(self, task_id: str) -> str | None:
+        """The prompt the agent was given for a task (plan.json; None in runs that predate it)."""
+        task = self.plan.task(task_id)
+        return task.prompt if task is not None else None
+
     def task_fields(self, task_id: str) -> dict[str, Any]:
         return self.log.task_fields(task_id)
 

@@ -9,28 +9,16 @@ links to its own report.html.
 from __future__ import annotations
 
 import os
-from html import escape
 from pathlib import Path
 from urllib.parse import quote
 
 from evalrun.configdiff import flatten
 from evalrun.errors import UsageError
 from evalrun.metric_table import PASS_AT, PASS_HAT
-from evalrun.report.page import (
-    Cell,
-    cards,
-    estimate_cell,
-    fmt_rate,
-    fmt_s,
-    fmt_usd,
-    num_cell,
-    page,
-    table,
-    text_cell,
-)
+from evalrun.report.page import Card, fmt_rate, fmt_usd, render, svg
 from evalrun.report.rundata import HTML_FILE, RunFiles, load_run
-from evalrun.report.svg import PALETTE, Series, bar_chart, line_chart
 from evalrun.runlog import sweep_jobs
+from evalrun.report.svg import PALETTE, Series, bar_chart, line_chart
 
 IGNORED_KEYS = ("run_dir",)
 
@@ -83,25 +71,8 @@ def sweep_html(sweep_dir: Path, runs: list[RunFiles]) -> str:
     labels = [job_label(r, keys) for r in runs]
     kmax = max(max(r.summary.ks) for r in runs)
     best = max(runs, key=lambda r: r.summary.overall.pass_at.get(1) or -1.0)
-    body = [
-        f"<h1>evalrun sweep · {escape(sweep_dir.name)}</h1>",
-        f'<p class="meta">{len(runs)} jobs in <code>{escape(str(sweep_dir))}</code>; '
-        f"they differ in: <b>{escape(', '.join(keys) or 'nothing')}</b></p>",
-        cards(
-            [
-                ("jobs", str(len(runs))),
-                (
-                    "best pass@1",
-                    fmt_rate(best.summary.overall.pass_at.get(1), 3),
-                    best.summary.overall.interval(PASS_AT, 1),
-                ),
-                ("best job", f"#{best.run_dir.name}"),
-                ("samples", str(sum(r.summary.samples for r in runs))),
-                ("cost total", fmt_usd(_total_cost(runs))),
-            ]
-        ),
-        "<h2>Plots</h2>",
-        '<div class="plots">',
+    heads = [(PASS_AT, 1)] + ([(PASS_AT, kmax), (PASS_HAT, kmax)] if kmax > 1 else [])
+    plots = [
         bar_chart(
             [
                 (label, r.summary.overall.pass_at.get(1) or 0.0)
@@ -125,14 +96,43 @@ def sweep_html(sweep_dir: Path, runs: list[RunFiles]) -> str:
             xs=list(range(1, kmax + 1)),
             x_label="k",
         ),
-        "</div>",
-        "<h2>Jobs</h2>",
-        jobs_table(runs, keys, kmax),
-        "<h2>Tasks &times; jobs</h2>",
-        '<p class="muted">Passes / scored trials of each task in each job.</p>',
-        matrix(runs),
     ]
-    return page(f"evalrun sweep · {sweep_dir.name}", "\n".join(body))
+    return render(
+        "sweep.html.j2",
+        title=f"evalrun sweep · {sweep_dir.name}",
+        sweep_name=sweep_dir.name,
+        sweep_dir=str(sweep_dir),
+        keys=keys,
+        cards=[
+            Card("jobs", str(len(runs))),
+            Card(
+                "best pass@1",
+                fmt_rate(best.summary.overall.pass_at.get(1), 3),
+                best.summary.overall.interval(PASS_AT, 1),
+            ),
+            Card("best job", f"#{best.run_dir.name}"),
+            Card("samples", str(sum(r.summary.samples for r in runs))),
+            Card("cost total", fmt_usd(_total_cost(runs))),
+        ],
+        plots=[svg(p) for p in plots],
+        kmax=kmax,
+        heads=heads,
+        jobs=[_job(run, keys) for run in runs],
+        matrix=matrix(runs),
+    )
+
+
+def _job(run: RunFiles, keys: list[str]) -> dict:
+    flat, s = flatten(run.config), run.summary
+    return {
+        "num": int(run.run_dir.name),
+        "name": run.run_dir.name,
+        "href": quote(f"{run.run_dir.name}/{HTML_FILE}"),
+        "settings": [str(flat.get(k, "—")) for k in keys],
+        "agent": run.agent,
+        "summary": s,
+        "p50": s.latency["agent"].p50 if "agent" in s.latency else None,
+    }
 
 
 def _span(run: RunFiles) -> tuple[float, float] | None:
@@ -147,48 +147,11 @@ def _total_cost(runs: list[RunFiles]) -> float | None:
     return sum(costs) if costs else None
 
 
-def jobs_table(runs: list[RunFiles], keys: list[str], kmax: int) -> str:
-    headers = [("job", True), *((k, False) for k in keys), ("agent", False), ("pass@1", True)]
-    if kmax > 1:
-        headers += [(f"pass@{kmax}", True), (f"pass^{kmax}", True)]
-    headers += [("flaky", True), ("errors", True), ("agent p50", True), ("cost", True)]
-    rows = []
-    for run in runs:
-        s, flat = run.summary, flatten(run.config)
-        link = quote(f"{run.run_dir.name}/{HTML_FILE}")
-        row = [Cell(f'<a href="{link}">#{escape(run.run_dir.name)}</a>', int(run.run_dir.name))]
-        row += [text_cell(str(flat.get(k, "—"))) for k in keys]
-        heads = [(PASS_AT, 1)] + ([(PASS_AT, kmax), (PASS_HAT, kmax)] if kmax > 1 else [])
-        row.append(text_cell(run.agent))
-        row += [estimate_cell(s.overall.value(b, k), s.overall.interval(b, k)) for b, k in heads]
-        p50 = s.latency["agent"].p50 if "agent" in s.latency else None
-        row += [
-            num_cell(s.overall.flaky_tasks, str(s.overall.flaky_tasks)),
-            num_cell(s.errors, str(s.errors)),
-            num_cell(p50, fmt_s(p50)),
-            num_cell(s.cost.total_usd, fmt_usd(s.cost.total_usd)),
-        ]
-        rows.append(row)
-    return table(headers, rows, css="sortable jobs")
-
-
-def matrix(runs: list[RunFiles]) -> str:
+def matrix(runs: list[RunFiles]) -> dict:
+    """Tasks x jobs: each task's passes / scored trials in each job (None: not in that job)."""
     task_ids = list(dict.fromkeys(t.task_id for r in runs for t in r.summary.tasks))
     per_job = [{t.task_id: t for t in r.summary.tasks} for r in runs]
-    headers = [("task", False)] + [(f"#{r.run_dir.name}", True) for r in runs]
-    rows = []
-    for task_id in task_ids:
-        row = [text_cell(task_id)]
-        for stats in per_job:
-            t = stats.get(task_id)
-            if t is None or not t.n:
-                shown = "—" if t is None else f"{t.errors} err"
-                row.append(Cell(escape(shown), None, numeric=True))
-                continue
-            rate = t.passes / t.n
-            css = "pass" if rate == 1 else ("fail" if rate == 0 else "error")
-            row.append(
-                Cell(f'<span class="pill {css}">{t.passes}/{t.n}</span>', rate, numeric=True)
-            )
-        rows.append(row)
-    return table(headers, rows, css="sortable matrix")
+    return {
+        "jobs": [f"#{r.run_dir.name}" for r in runs],
+        "rows": [(task_id, [stats.get(task_id) for stats in per_job]) for task_id in task_ids],
+    }

@@ -66,6 +66,9 @@ def test_right_edits_pass_the_oracle_and_the_record_matches_the_server(real_suit
     assert agent.usage.input_tokens == sum(r.prompt_tokens for r in served) == 5600
     assert agent.usage.output_tokens == sum(r.completion_tokens for r in served)
     assert agent.usage.cache_read_tokens == 1000
+    # Each model turn's tokens sit on the first call it asked for (the report shows them).
+    stepped = [(s.input_tokens, s.output_tokens) for s in agent.trajectory if s.input_tokens]
+    assert stepped == [(r.prompt_tokens, r.completion_tokens) for r in served if r.tool_calls]
     expected = (4600 * 2 + 1000 * 2 + agent.usage.output_tokens * 8) / 1e6
     assert agent.usage.cost_usd == pytest.approx(expected)
     assert agent.usage.cost_source == "config price (provider.price)"

@@ -14,7 +14,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from evalrun.cli import main
-from tests.report.conftest import run_suite
+from tests.report.conftest import HOSTILE, run_suite
 from tests.test_cli import evalrun as evalrun_subprocess
 
 
@@ -84,7 +84,25 @@ def test_show_prints_the_terminal_report_again(run_dir):
         "95% CI over 3 tasks (clustered-wilson): pass@1 [0.04, 0.97] · pass@3 [0.04, 0.99] · "
         "pass^3 [0.01, 0.96]" in proc.stdout
     )
-    assert "004-error#0: setup.sh failed (exit 3): boom" in proc.stdout
+    # why samples did not pass, grouped by task, after the tables
+    lines = [" ".join(line.split()) for line in proc.stdout.splitlines()]
+    assert "Why (4 failed, 3 harness errors):" in lines
+    assert "fail 002-flaky #1 FAIL: answer.txt does not contain 42 " + HOSTILE in lines
+    assert "fail 003-fail #0,#1,#2 FAIL: wrong answer red end" in lines
+    assert "error 004-error #0,#1,#2 setup.sh failed (exit 3): boom" in lines
+
+
+def test_show_of_one_task_prints_its_prompt_samples_reasons_and_changes(run_dir):
+    proc = evalrun_subprocess("show", str(run_dir), "002-flaky")
+    assert proc.returncode == 0, proc.stderr
+    lines = [" ".join(line.split()) for line in proc.stdout.splitlines()]
+    assert "prompt Write the number 42 into answer.txt." in lines
+    trials = [line for line in lines if line.startswith("trial ")]
+    assert [t.split()[2] for t in trials] == ["pass", "fail", "pass"]
+    assert trials[1].endswith("FAIL: answer.txt does not contain 42 " + HOSTILE)
+    assert "changed: 1 added (added answer.txt)" in lines
+    assert "changed: no change" in lines  # trial 1 gave up without writing
+    assert "fail 002-flaky #1 FAIL: answer.txt does not contain 42 " + HOSTILE in lines
 
 
 def test_show_of_a_killed_run_summarises_what_was_recorded(evalrun, run_dir):

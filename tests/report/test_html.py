@@ -133,17 +133,15 @@ def test_a_diff_page_colours_improvements_and_regressions():
     text = render_diff_html(DIFF)
     assert "runs/base → runs/&lt;new&gt;" in text
     assert '<span class="down">-0.25</span>' in text  # pass@1 fell
-    assert '<span class="up">-1</span>' in text  # cost fell: better
-    # the change over shared tasks, its interval and its (significant, so bold) p-value
-    assert '<span class="down">-0.25</span> <span class="muted">[-0.400, -0.100]</span>' in text
-    assert "<b>0.008</b>" in text and "paired Δ over shared tasks [95% CI]" in text
+    assert '<span class="up">-$1.00</span>' in text  # cost fell: better
+    # the change over shared tasks: its p-value and verdict (bold: significant), its interval
+    assert '<b>p=0.008, significant</b> <span class="muted">[-0.40, -0.10]</span>' in text
     assert '<span class="">+2</span>' in text  # samples: neither
-    assert '0.5 → 1 <span class="up">+0.5</span>' in text  # per-task pass@1 rose
+    assert '0.50 → 1.00 <span class="up">+0.50</span>' in text  # per-task pass@1 rose
     assert "agent.provider.model" in text and "m-2" in text and ">5<" in text
-    assert "009-new" in text
     assert "<b>added (1)</b>: 009-new" in text
     assert "&lt;b&gt;extra&lt;/b&gt;" in text  # unknown keys are shown, escaped
-    assert "noise (Fisher p=0.52)" in text  # an extra row key becomes a column
+    assert "p=0.52, noise" in text  # the task's own significance, beside its delta
     assert "<b>significance</b>: significant: -0.250, p=0.008" in text
 
 

@@ -1,10 +1,13 @@
 """The reports in a real headless Chromium (Debian package `chromium`).
 
 Chromium loads each page from disk with `?selftest=1`; the page's own script then clicks a numeric
-column header twice, opens one sample's drill-down and writes what it saw into `<pre id=selftest>`
-(see evalrun/report/page.py). We read the DOM Chromium dumps after that, and its stderr: the page
-never logs to the console, so any console line (an uncaught error, a load the CSP blocked) fails.
-A screenshot of the run report is kept in artifacts/ for people to look at (not committed).
+column header twice, opens one sample's drill-down, types into the text filter, clicks the
+"failures only" toggle and checks - in the real layout - that a failing sample's prompt, reason
+and workspace diff are visible, and writes what it saw into `<pre id=selftest>` (see
+evalrun/report/templates/report.js). We read the DOM Chromium dumps after that, and its stderr:
+the page never logs to the console, so any console line (an uncaught error, a load the CSP
+blocked) fails. Screenshots - the run report after the toggle, the diff page at 1280 px - are
+kept in artifacts/ (not committed; CI keeps the folder) for people to look at.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from evalrun.report.html import render_diff_html, render_sweep_html
 from tests.conftest import REPO, require_engine
 from tests.report.conftest import run_suite
 from tests.report.test_html import DIFF
+from tests.test_cli import evalrun
 
 pytestmark = pytest.mark.browser
 
@@ -72,34 +76,55 @@ def load(page: Path, tmp_path: Path, *extra: str, query: str = "?selftest=1") ->
     return Loaded(proc.stdout, console)
 
 
-def test_run_report_sorts_opens_a_sample_and_logs_nothing(run_dir, tmp_path):
-    loaded = load(run_dir / "report.html", tmp_path)
+def test_run_report_sorts_filters_opens_a_sample_and_logs_nothing(run_dir, tmp_path):
+    loaded = load(run_dir / "report.html", tmp_path, "--dump-dom", "--window-size=1280,2000")
     assert loaded.console == []
     assert loaded.selftest.startswith("SELFTEST PASS"), loaded.selftest
     assert "FAIL" not in loaded.selftest.replace("SELFTEST PASS", "")
     assert "drill-down s-0-0 opens" in loaded.selftest
+    assert "text filter '001-pass' keeps 1 of 4 rows" in loaded.selftest
+    assert "failures only keeps 3 failing rows of 4" in loaded.selftest
+    for shown in ("is open", "prompt is visible", "reason is visible", "diff is visible"):
+        assert shown in loaded.selftest, loaded.selftest
     assert "plots 4, samples 12" in loaded.selftest
     rows = re.search(r'<table class="sortable tasks">.*?<tbody>(.*?)</tbody>', loaded.dom, re.S)
-    assert rows and rows.group(1).count("<tr>") == 4
+    assert rows and rows.group(1).count("<tr ") == 4
     assert loaded.dom.count('<svg class="plot"') == 4
-    assert re.search(r'<details class="sample" id="s-0-0" open="">', loaded.dom)
+    assert re.search(
+        r'<details class="sample" id="s-\d-\d" data-outcome="fail"[^>]*open=""', loaded.dom
+    )
     # the hostile agent output stayed text: no element was created from it
     assert "<img src=x" not in loaded.dom and "&lt;img src=x onerror=alert(1)&gt;" in loaded.dom
 
 
-def test_run_report_screenshot_is_kept_as_an_artifact(run_dir, tmp_path):
+def test_a_failing_sample_after_the_toggle_is_kept_as_a_screenshot(run_dir, tmp_path):
+    """The screenshot CI keeps: the failures-only view, a failing sample open with its prompt,
+    its reason and the diff of what the agent changed (the selftest clicked the toggle)."""
     ARTIFACTS.mkdir(exist_ok=True)
-    shot = ARTIFACTS / "report.png"
+    shot = ARTIFACTS / "report-failures-only.png"
     shot.unlink(missing_ok=True)
-    load(
-        run_dir / "report.html",
-        tmp_path,
-        f"--screenshot={shot}",
-        "--window-size=1400,2000",
-        query="",
-    )
+    load(run_dir / "report.html", tmp_path, f"--screenshot={shot}", "--window-size=1280,2400")
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000  # a page, not a blank
+
+
+def test_the_diff_page_fits_1280_px_and_links_both_runs(suite, run_dir, tmp_path):
+    other = run_suite(suite, tmp_path / "runs" / "noop", "trials=3", "agent=noop")
+    page = tmp_path / "diff.html"
+    proc = evalrun("diff", str(run_dir), str(other), "--html", str(page))
+    assert proc.returncode == 0, proc.stderr
+    loaded = load(page, tmp_path, "--dump-dom", "--window-size=1280,1200")
+    assert loaded.selftest.startswith("SELFTEST PASS"), loaded.selftest
+    width = int(re.search(r"scrollWidth (\d+)", loaded.selftest).group(1))
+    assert width <= 1280, loaded.selftest  # no horizontal overflow at 1280 px
+    assert 'id="verdict">pass@1 0.56 → 0.00 (-0.56, p=' in loaded.dom
+    assert 'href="runs/20250101-000000-eval/report.html#t-0">a</a>' in loaded.dom
+    assert 'href="runs/noop/report.html#t-0">b</a>' in loaded.dom
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "diff-1280.png"
+    shot.unlink(missing_ok=True)
+    load(page, tmp_path, f"--screenshot={shot}", "--window-size=1280,1200", query="")
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_sweep_and_diff_pages_work_in_the_browser(suite, tmp_path):
