@@ -8,8 +8,9 @@ Two looks at the workspace, each one `exec` of a small python3 script inside the
    diffs), returned compressed on stdout and kept on the host - nothing is written into the
    sandbox, so nothing the agent or the verifier sees changes.
 2. `changes_since`, after the agent phase has ended (`Sandbox.end_agent`: no agent process is
-   left to race it) and before the hidden verifier is injected: the same listing again; the
-   text of the text files that changed is read back (one more `exec`) and diffed on the host.
+   left to race it) and before the hidden verifier is injected: the same listing again, whose
+   texts are the "after" side (a changed text file left out of the listing's budget is read
+   back with one more `exec`); the diffs are made on the host.
 
 It is bounded everywhere, so it stays cheap beside the sample: a workspace of more than
 `MAX_FILES` files or `MAX_BYTES` bytes is not compared (the diff says so); files larger than
@@ -202,13 +203,16 @@ async def changes_since(box: Sandbox, before: Snapshot) -> WorkspaceDiff:
     if before.skipped:
         return WorkspaceDiff(skipped=before.skipped)
     try:
-        after = _snapshot(await _run(box, "hash", _limits()))
+        after = _snapshot(await _run(box, "keep", _limits()))
         if after.skipped:
             return WorkspaceDiff(skipped=after.skipped)
         paths = sorted(set(before.files) | set(after.files))
         changed = [p for p in paths if _differs(p, before, after)]
-        wanted = [p for p in changed if p in after.files and after.files[p].text][:CHANGED_MAX]
-        new_texts = (await _run(box, "read", _limits(), *wanted))["texts"] if wanted else {}
+        texts = [p for p in changed if p in after.files and after.files[p].text]
+        new_texts: dict[str, str | None] = {p: after.texts[p] for p in texts if p in after.texts}
+        wanted = [p for p in texts if p not in new_texts][:CHANGED_MAX]  # over the text budget
+        if wanted:
+            new_texts.update((await _run(box, "read", _limits(), *wanted))["texts"])
     except Exception as exc:
         return WorkspaceDiff(skipped=str(exc) or type(exc).__name__)
     return compare(before, after, changed, new_texts)

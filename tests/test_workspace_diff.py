@@ -120,3 +120,16 @@ def test_a_sandbox_without_python_gets_a_note_not_a_failure():
     snapshot = asyncio.run(take_snapshot(NoPython()))
     changes = asyncio.run(changes_since(NoPython(), snapshot))
     assert changes.skipped == "the sandbox has no python3 to list the workspace with"
+
+
+def test_a_changed_file_left_out_of_the_listing_is_read_back(tmp_path, monkeypatch, request):
+    """The listing keeps texts up to a budget; a changed text past it is fetched separately."""
+    monkeypatch.setattr(workspace_diff, "TEXT_BUDGET", 200)
+    setup = tmp_path / "setup"
+    setup.mkdir()
+    (setup / "z.txt").write_text("z\n" * 50)
+    agent = "printf 'a%.0s' $(seq 150) > a.txt; echo more >> z.txt"
+    changes = asyncio.run(agent_changes(build_backend("local", request), setup, agent))
+    got = {f.path: f for f in changes.files}
+    assert got["a.txt"].change == "added" and got["a.txt"].diff.endswith("+" + "a" * 150 + "\n")
+    assert got["z.txt"].note is None and got["z.txt"].diff.endswith(" z\n+more\n")

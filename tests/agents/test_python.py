@@ -41,10 +41,17 @@ def test_a_class_works_as_factory_and_a_string_result_is_the_answer(real_suite, 
     assert rec.outcome == "fail"
 
 
-def test_an_agent_that_raises_is_recorded_and_graded(real_suite, tmp_path):
-    rec = run_eval(real_suite(TYPO), tmp_path / "run", *python_agent("team_agent:Crasher")).only
+def test_an_agent_that_raises_is_recorded_graded_and_said_in_the_terminal(real_suite, tmp_path):
+    done = run_eval(real_suite(TYPO), tmp_path / "run", *python_agent("team_agent:Crasher"))
+    rec = done.only
     assert rec.outcome == "fail"
     assert rec.agent.error == "RuntimeError: model client exploded"
+    # the terminal says why, agent first: its crash is why the verifier failed
+    lines = [" ".join(line.split()) for line in done.console.splitlines()]
+    why = lines[lines.index("Why (1 failed):") + 1]
+    assert why.startswith(
+        f"fail {TYPO} #0 agent: RuntimeError: model client exploded → FAIL: no 'Invlaid' may"
+    )
 
 
 @pytest.mark.parametrize(

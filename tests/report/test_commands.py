@@ -165,7 +165,15 @@ def test_a_multirun_writes_a_sweep_report_beside_its_jobs(suite, tmp_path):
         f"hydra.sweep.dir={sweep}",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    assert f"sweep report: {sweep / 'report.html'}" in proc.stdout
+    # a header per job naming what it sweeps; the sweep's table and page once, at the end
+    lines = proc.stdout.splitlines()
+    assert [line for line in lines if line.startswith("job ")] == [
+        "job 0: agent=oracle",
+        "job 1: agent=noop",
+    ]
+    assert lines.index("job 0: agent=oracle") < lines.index("job 1: agent=noop")
+    assert proc.stdout.count("sweep report:") == 1 and proc.stdout.count(f"Sweep {sweep}") == 1
+    assert lines[-1] == f"sweep report: {sweep / 'report.html'}"
     text = (sweep / "report.html").read_text()
     assert 'href="0/report.html"' in text and 'href="1/report.html"' in text
     assert (sweep / "1" / "junit.xml").is_file()
