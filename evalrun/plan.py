@@ -280,7 +280,9 @@ def build(cfg: DictConfig) -> RunPlan:
     try:
         resolved = resolved_dict(cfg)
     except OmegaConfBaseException as exc:  # e.g. an unresolvable ${...} in an override
-        raise UsageError(f"config: {exc}".replace("\n", " ")) from exc
+        from evalrun.usage import from_hydra
+
+        raise from_hydra(exc) from exc
     if cfg.trials < 1:
         raise bad_value("trials", "a positive number", cfg.trials)
     if cfg.concurrency < 1:
