@@ -84,16 +84,20 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         spaces = workspaces(Path(tmp))
-        print(f"{'backend':<8} {'workspace':<20} {'exec true':>10} {'snapshot':>10} "
-              f"{'diff':>10}  result")
+        print(
+            f"{'backend':<8} {'workspace':<20} {'exec true':>10} {'snapshot':>10} "
+            f"{'diff':>10}  result"
+        )
         for name in args.backends.split(","):
             be = backend(name)
             be.preflight()
             for label, setup in spaces.items():
                 runs = [asyncio.run(one(be, setup)) for _ in range(args.repeat)]
                 med = [statistics.median(r[i] for r in runs) for i in range(3)]
-                print(f"{name:<8} {label:<20} {med[0]:>8.0f}ms {med[1]:>8.0f}ms "
-                      f"{med[2]:>8.0f}ms  {runs[-1][3]}")
+                print(
+                    f"{name:<8} {label:<20} {med[0]:>8.0f}ms {med[1]:>8.0f}ms "
+                    f"{med[2]:>8.0f}ms  {runs[-1][3]}"
+                )
 
 
 if __name__ == "__main__":

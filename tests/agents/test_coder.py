@@ -69,6 +69,9 @@ def test_right_edits_pass_the_oracle_and_the_record_matches_the_server(real_suit
     # Each model turn's tokens sit on the first call it asked for (the report shows them).
     stepped = [(s.input_tokens, s.output_tokens) for s in agent.trajectory if s.input_tokens]
     assert stepped == [(r.prompt_tokens, r.completion_tokens) for r in served if r.tool_calls]
+    first = served[0]
+    shown = f"{first.prompt_tokens:,} in / {first.completion_tokens:,} out tokens"
+    assert f'<span class="tokens">{shown}</span>' in (done.run_dir / "report.html").read_text()
     expected = (4600 * 2 + 1000 * 2 + agent.usage.output_tokens * 8) / 1e6
     assert agent.usage.cost_usd == pytest.approx(expected)
     assert agent.usage.cost_source == "config price (provider.price)"

@@ -73,6 +73,41 @@ def test_the_report_shows_headline_numbers_and_breakdowns(run_dir):
     assert 'href="samples/002-flaky/1/verify.log"' in text
 
 
+def test_the_report_shows_prompts_reasons_and_what_the_agent_changed(run_dir):
+    text = (run_dir / "report.html").read_text()
+    page = outline(text)
+    assert page.count("details", **{"class": "prompt"}) == 4  # every task's prompt
+    assert "<pre>Write the number 42 into answer.txt.</pre>" in text
+    # the reason column: each failing task's first reason, as text
+    assert '<td class="reason" data-v="FAIL: wrong answer red  end"' in text
+    assert '<td class="reason" data-v="setup.sh failed (exit 3): boom"' in text
+    # answer.txt was added by 001's 3 trials, 002's 2 passing ones and 003's 3 (with 41)
+    assert text.count('<span class="ch added">added</span><code>answer.txt</code>') == 8
+    assert '<span class="add">+41</span>' in text
+    # the reason is shown once in a sample's body, readable
+    body = text.split('id="s-2-0"', 1)[1].split("</details>", 1)[0]
+    assert body.count("FAIL: wrong answer red  end") == 3  # summary line, why, verify output
+    assert (
+        '<div class="why"><h4>Why it did not pass</h4><pre>FAIL: wrong answer red  end</pre>'
+        in body
+    )
+    assert (
+        page.count("input", id="failures-only") == 1 and page.count("input", id="filter-text") == 1
+    )
+    assert "incomplete" not in text  # a complete run has no badge
+
+
+def test_a_partial_run_carries_an_incomplete_badge(run_dir):
+    path = run_dir / "samples.jsonl"
+    path.write_text("".join(path.read_text().splitlines(keepends=True)[:9]))
+    text = render_html(run_dir).read_text()
+    assert re.search(
+        r'<span class="badge" id="incomplete" title="partial 9/12 [^"]*">'
+        r"incomplete 9/12</span>",
+        text,
+    )
+
+
 def test_render_html_refuses_a_folder_that_is_not_a_run(tmp_path):
     with pytest.raises(UsageError, match="not a run directory"):
         render_html(tmp_path)
