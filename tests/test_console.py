@@ -47,7 +47,7 @@ def test_task_ids_and_reasons_in_the_terminal_report_keep_their_brackets(tmp_pat
     )
     summary = summarize([rec], {}, run_id="r", trials=1)
     out = io.StringIO()
-    render(summary, tmp_path, make_console(file=out, width=200))
+    render(summary, tmp_path, make_console(file=out, width=200), [rec])
     text = out.getvalue()
     assert "task-[bold]one" in text
     assert "[metadata] 'reward_type' [red]broke[/red]" in text

@@ -145,8 +145,8 @@ def summary_lines(summary: Summary) -> list[Text]:
 def render(
     summary: Summary,
     run_dir: Path,
-    console: Console | None = None,
-    records: Sequence[SampleRecord] = (),
+    console: Console | None,
+    records: Sequence[SampleRecord],
 ) -> None:
     """The tables, the summary block, then why samples did not pass (from `records`)."""
     console = console or make_console(wide=True)
