@@ -64,7 +64,9 @@ async def check_tasks(
     tasks: list[Task], backend: SandboxBackend, limits: Limits, concurrency: int
 ) -> list[ProbeResult]:
     gate = asyncio.Semaphore(max(1, concurrency))
-    no_retry = Limits(limits.setup_s, limits.agent_s, limits.verify_s, max_retries=0)
+    no_retry = Limits(
+        limits.setup_s, limits.agent_s, limits.verify_s, max_retries=0, workspace_diff=False
+    )
 
     async def one(task: Task, probe: Probe) -> ProbeResult:
         async with gate:

@@ -37,7 +37,8 @@ AGENT_OUTPUT_CHARS = 20_000
 
 @dataclass(frozen=True)
 class Limits:
-    """Per-phase timeouts and the retry policy for harness errors."""
+    """Per-phase timeouts, the retry policy for harness errors, and whether each sample records
+    its workspace diff."""
 
     # defaults: the config's (`timeouts`, `max_retries`), their one home
     setup_s: float = TimeoutsConf.setup_s
@@ -45,6 +46,7 @@ class Limits:
     verify_s: float = TimeoutsConf.verify_s
     max_retries: int = EvalConfig.max_retries
     retry_backoff_s: float = 1.0  # doubled after each retry
+    workspace_diff: bool = True  # record what the agent changed (`evalrun check` needs not)
 
 
 LogSink = Callable[[CellKey, str, str], None]
@@ -105,7 +107,9 @@ async def attempt_sample(
 
             plan = task.format.step_plan
             if plan is None:
-                turn = await take_turn(task, agent, box, limits.agent_s, limits.verify_s)
+                turn = await take_turn(
+                    task, agent, box, limits.agent_s, limits.verify_s, limits.workspace_diff
+                )
             else:
                 try:
                     turn = await take_steps(
@@ -116,6 +120,7 @@ async def attempt_sample(
                         setup_s=limits.setup_s,
                         agent_s=limits.agent_s,
                         verify_s=limits.verify_s,
+                        record_changes=limits.workspace_diff,
                     )
                 except SetupFailed as exc:
                     return record(

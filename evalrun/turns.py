@@ -89,11 +89,16 @@ async def _within_limits(run: Awaitable[AgentResult], box: Sandbox) -> AgentResu
 
 
 async def take_turn(
-    task: Task, agent: Agent, box: Sandbox, agent_s: float, verify_s: float
+    task: Task,
+    agent: Agent,
+    box: Sandbox,
+    agent_s: float,
+    verify_s: float,
+    record_changes: bool = True,
 ) -> Turn:
     """The agent on `task` (its own timeout wins over `agent_s`), then the oracle; what the
     agent changed in the workspace is recorded in between (`evalrun.workspace_diff`)."""
-    before = await take_snapshot(box)
+    before = await take_snapshot(box) if record_changes else None
     clock = time.monotonic()
     result, timed_out = await run_agent(agent, task, box, task.spec.agent_timeout_s or agent_s)
     took = time.monotonic() - clock
@@ -110,6 +115,7 @@ async def take_steps(
     setup_s: float,
     agent_s: float,
     verify_s: float,
+    record_changes: bool = True,
 ) -> Turn:
     """Each step in turn: its files, the agent on its prompt, its grading; then the task's
     verdict from the plan. Raises `SetupFailed` only when the first step cannot be prepared
@@ -132,7 +138,7 @@ async def take_steps(
         finally:
             prepared += time.monotonic() - clock
         view = Task(spec=step.spec, format=step.format, fingerprint=task.fingerprint)
-        turn = await take_turn(view, agent, box, agent_s, verify_s)
+        turn = await take_turn(view, agent, box, agent_s, verify_s, record_changes)
         turns.append((step, turn))
         graded.append((step, turn.verdict))
         if plan.stop_reason(step, turn.verdict):
