@@ -213,9 +213,14 @@ def _not_result_relevant(key: str) -> bool:
 
 # --- figures, rounded the way each kind of metric is read ---------------------------------------
 def metric_kind(name: str) -> str:
-    """rate (0..1, 2 decimals), usd, seconds, count or other - from the metric's name."""
+    """rate (0..1, 2 decimals), usd, seconds, count or other: the metric table's unit for its
+    metrics (`evalrun.metric_table`), else read from the name (a task row's `cost_usd`, ...)."""
+    from evalrun.metric_table import FIXED
+
+    if name in FIXED:
+        return {"rate": "rate", "USD": "usd", "s": "seconds"}.get(FIXED[name].unit, "other")
     lowered = name.lower()
-    if lowered.startswith(("pass", "judge:")) or lowered in ("error_rate", "agreement"):
+    if lowered.startswith(("pass@", "pass^", "judge:")) or lowered.endswith("_rate"):
         return "rate"
     if "usd" in lowered or lowered.startswith("cost"):
         return "usd"
