@@ -58,6 +58,7 @@ CASES = [
     (["lst"], "error: unknown command 'lst'; did you mean ls?", None),
     (["chek"], "error: unknown command 'chek'; did you mean check?", None),
     (["--bogus"], "error: unknown option '--bogus'", "hint: evalrun --help lists the options"),
+    (["--cfg", "jbo"], "error: --cfg jbo: expected one of job, hydra, all", None),
     (
         ["trials=2", "oops"],
         "error: 'oops' is not an override: expected key=value",
