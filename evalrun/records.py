@@ -71,11 +71,14 @@ class AgentResult(BaseModel):
     error: str | None = None
 
 
+ChangeKind = Literal["added", "removed", "modified"]
+
+
 class FileChange(BaseModel):
     """One file the agent added, removed or modified (`evalrun.workspace_diff`)."""
 
     path: str  # relative to the workspace
-    change: Literal["added", "removed", "modified"]
+    change: ChangeKind
     binary: bool = False  # named only: no diff
     size: int | None = None  # bytes, the new version's (the old one's when removed)
     diff: str = ""  # unified diff of a text file (or a symlink's target), bounded

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 SWEEP_FILE = "sweep.json"
 JUDGE_PASS = 0.5
 
+
 @dataclass
 class Job:
     """One job of the sweep, as read from its run directory."""

@@ -26,6 +26,7 @@ from __future__ import annotations
 import difflib
 import os
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import suppress
 from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Any
@@ -90,10 +91,8 @@ def group_choices(group: str, offered: Sequence[str] | None = None) -> list[str]
     if offered is None:
         names = group_options(option_folders()).get(group, [])
     default = None
-    try:  # the composed default config knows each group's default
+    with suppress(Exception):  # the defaults may not compose: then no default goes first
         default = dict(_compose_defaults().hydra.runtime.choices).get(group)
-    except Exception:  # the defaults themselves do not compose: no default to put first
-        pass
     return default_first([n for n in names if not n.endswith(SCHEMA_SUFFIX)], default)
 
 

@@ -31,7 +31,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalrun.records import FileChange, WorkspaceDiff
+from evalrun.records import ChangeKind, FileChange, WorkspaceDiff
 from evalrun.sandbox.base import Sandbox
 
 MAX_FILES = 2_000
@@ -231,7 +231,7 @@ def compare(
     files = []
     for path in changed:
         old, new = before.files.get(path), after.files.get(path)
-        change = "added" if old is None else "removed" if new is None else "modified"
+        change: ChangeKind = "added" if old is None else "removed" if new is None else "modified"
         entry = new or old
         assert entry is not None
         item = FileChange(

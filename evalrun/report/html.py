@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import quote
 
 from evalrun.metric_table import PASS_AT, PASS_HAT, PHASES
-from evalrun.metrics import TaskStats
+from evalrun.metrics import GroupStats, TaskStats
 from evalrun.records import Outcome, SampleRecord, ToolCall, WorkspaceDiff
 from evalrun.report.diff_html import render_diff_html
 from evalrun.report.page import Card, fmt_rate, fmt_s, fmt_usd, render, svg
@@ -288,7 +288,7 @@ def plots(run: RunFiles) -> tuple[list[Any], bool]:
     return [svg(p) for p in out], not priced
 
 
-def band(group, base: str, ks: list[int]) -> list[tuple[float, float, float]]:
+def band(group: GroupStats, base: str, ks: list[int]) -> list[tuple[float, float, float]]:
     """(k, low, high) of a pass metric's 95% interval at every k that has one."""
     return [
         (k, est.low, est.high)
