@@ -173,7 +173,7 @@ def test_help_lists_the_options_a_user_picks_and_the_composed_config():
     assert proc.returncode == 0, proc.stderr
     groups = proc.stdout.split("== Configuration groups ==")[1].split("== Config ==")[0]
     listed = dict(line.split(": ", 1) for line in groups.splitlines() if ": " in line)
-    assert listed["sandbox"] == "bwrap, docker, local, modal"
+    assert listed["sandbox"] == "local, bwrap, docker, modal"  # the default first
     assert "_schema" not in proc.stdout  # the typed schemas are not options to pick
     assert "trials: 3" in proc.stdout.split("== Config ==")[1]  # composed with the overrides
     bad = evalrun("--help", "trialz=3")
