@@ -374,3 +374,48 @@ def test_first_ctrl_c_writes_the_summary_and_prints_the_resume_command(slow_suit
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["samples"] == 24 and summary["state"]["label"] == "complete"
     assert "run complete" in done.stdout
+
+
+_SLOW_TO_CANCEL = """
+import asyncio, sys
+import evalrun.engine as engine
+from evalrun.engine import Limits, execute
+
+class Backend:
+    def abandon(self):
+        print("abandoned", flush=True)
+
+async def stubborn(*args):  # a sample whose clean-up takes a long time once cancelled
+    print("running", flush=True)
+    try:
+        await asyncio.sleep(300)
+    except asyncio.CancelledError:
+        print("cancelling", flush=True)
+        await asyncio.shield(asyncio.sleep(300))
+
+engine.run_sample = stubborn
+asyncio.run(execute([(None, 0)], None, Backend(), Limits(), run_id="r", concurrency=1,
+                    on_record=print, on_interrupt=lambda: print("first", flush=True)))
+print("finished without the second Ctrl-C", flush=True)
+"""
+
+
+def test_second_ctrl_c_during_a_slow_cancel_abandons_the_sandboxes_and_exits_130():
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _SLOW_TO_CANCEL],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == "running\n"
+        proc.send_signal(signal.SIGINT)
+        assert proc.stdout.readline() == "first\n"
+        assert proc.stdout.readline() == "cancelling\n"  # the first Ctrl-C is still cleaning up
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert out == "abandoned\n"
+    assert err.strip() == "interrupted again: ending open sandboxes and exiting now"

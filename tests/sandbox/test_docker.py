@@ -236,7 +236,7 @@ def test_ctrl_c_twice_exits_at_once_without_a_traceback_and_leaves_no_container(
     try:
         _wait_for_containers(owner, 2, proc)
         proc.send_signal(signal.SIGINT)
-        time.sleep(0.1)  # the first one starts cancelling the samples; the second cuts it short
+        time.sleep(0.1)  # the first one starts cancelling the samples
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
     finally:
@@ -244,7 +244,10 @@ def test_ctrl_c_twice_exits_at_once_without_a_traceback_and_leaves_no_container(
             proc.kill()
     assert proc.returncode == 130, err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
-    assert "interrupted again" in err
+    # Which handler takes the second one depends on whether the first one's clean-up is still
+    # running (the engine's, "interrupted again") or already done (the runner's, "interrupted:
+    # exiting now"); either way it leaves at once. tests/test_engine.py pins the first case.
+    assert "interrupted" in err, err
     assert _containers(owner) == []
 
 
