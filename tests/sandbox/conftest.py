@@ -99,7 +99,9 @@ def docker_leftovers(box: Sandbox) -> list[str]:
     """The sample's container, if it still exists after close."""
     import docker
 
-    found = docker.from_env().containers.list(all=True, filters={"id": box.container_id})
+    found = docker.from_env().containers.list(
+        all=True, sparse=True, filters={"id": box.container_id}
+    )
     return [f"container {c.short_id}" for c in found]
 
 

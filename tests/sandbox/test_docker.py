@@ -38,8 +38,12 @@ def engine(request: pytest.FixtureRequest) -> DockerBackend:
 
 
 def _containers(owner: str) -> list:
+    """The run's containers, listed sparse: a full listing inspects each one and fails when a
+    container is removed between the list and its inspect (the run removes them as it goes)."""
     client = docker_sdk.from_env()
-    return client.containers.list(all=True, filters={"label": f"{OWNER_LABEL}={owner}"})
+    return client.containers.list(
+        all=True, sparse=True, filters={"label": f"{OWNER_LABEL}={owner}"}
+    )
 
 
 # --- configuration and preflight: no engine needed ----------------------------------------------
@@ -190,7 +194,7 @@ def test_container_is_removed_when_the_sample_is_cancelled(engine: DockerBackend
         return opened[0]
 
     container_id = asyncio.run(body())
-    assert engine.client.containers.list(all=True, filters={"id": container_id}) == []
+    assert engine.client.containers.list(all=True, sparse=True, filters={"id": container_id}) == []
 
 
 def _slow_suite(make_task) -> Path:
