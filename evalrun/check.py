@@ -1,10 +1,15 @@
 """`evalrun check`: prove every task's oracle honest before trusting any score it gives.
 
-For each task, whatever its format: the gold solution must PASS, the untouched workspace must
-FAIL, and every near-miss overlay its format offers (`wrong/<name>/` for evalrun tasks; Harbor
-tasks have none) must FAIL. For reward-based formats PASS means a reward at or above the run's
-`reward_threshold`, and the table shows each reward. An oracle that fails any of these is
-dishonest - too weak, broken, or flaky - and `check` exits 1 naming it.
+For each task, whatever its format, four columns of samples run through the real engine and
+sandbox: the gold solution must PASS, the untouched workspace must FAIL, every near-miss overlay
+its format offers (`wrong/<name>/` for evalrun tasks) must FAIL, and every reward hack must FAIL -
+the generic attacks of `evalrun.tamper` plus the task's own `tamper/<name>/` overlays. For
+reward-based formats PASS means a reward at or above the run's `reward_threshold`.
+
+An oracle that fails one of the first three is *dishonest* (too weak, broken or flaky); one that
+only a reward hack beats (a PASS, or an `error` the hack caused) is *gameable*, and the hack is
+named. Either way `check` exits 1. On a backend that is not isolated only the attacks the verifier
+itself must stop run; the harness's defences are proven on isolated backends.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from rich.console import Console
 from rich.table import Table
@@ -25,7 +31,17 @@ from evalrun.engine import Limits, run_sample
 from evalrun.plan import CANNOT_LOAD, SkippedTask
 from evalrun.records import Outcome, SampleRecord
 from evalrun.sandbox.base import SandboxBackend
+from evalrun.tamper import (
+    ATTACKS,
+    DEFENDERS,
+    SurveyAgent,
+    TamperAgent,
+    attacks_for,
+    not_applicable,
+)
 from evalrun.tasks import Task
+
+Kind = Literal["gold", "untouched", "wrong", "tamper"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +51,8 @@ class Probe:
     label: str
     agent: Agent
     expect: Outcome
+    kind: Kind
+    summary: str = ""  # for a tamper probe: what the hack tries
 
 
 @dataclass(frozen=True)
@@ -47,22 +65,56 @@ class ProbeResult:
     def honest(self) -> bool:
         return self.record.outcome is self.probe.expect
 
+    @property
+    def not_applicable(self) -> bool:
+        return not_applicable(self.record.agent)
 
-def probes_for(task: Task) -> list[Probe]:
+
+def probes_for(
+    task: Task,
+    isolated: bool,
+    has_python: bool | None = None,
+    defended_by: Sequence[str] = DEFENDERS,
+) -> list[Probe]:
+    """Every probe of `task`: the honesty probes, then the reward hacks that can apply to it."""
+    return [*honesty_probes(task), *tamper_probes(task, isolated, has_python, defended_by)]
+
+
+def honesty_probes(task: Task, survey: SurveyAgent | None = None) -> list[Probe]:
     probes = [
-        Probe("gold", OracleAgent(), Outcome.passed),
-        Probe("untouched", NoopAgent(), Outcome.failed),
+        Probe("gold", OracleAgent(), Outcome.passed, "gold"),
+        Probe("untouched", survey or NoopAgent(), Outcome.failed, "untouched"),
     ]
     for folder in task.format.wrong_overlays():
-        probes.append(
-            Probe(f"wrong/{folder.name}", OverlayAgent(folder, folder.name), Outcome.failed)
-        )
+        agent = OverlayAgent(folder, folder.name)
+        probes.append(Probe(f"wrong/{folder.name}", agent, Outcome.failed, "wrong"))
+    return probes
+
+
+def tamper_probes(
+    task: Task, isolated: bool, has_python: bool | None, defended_by: Sequence[str]
+) -> list[Probe]:
+    probes = []
+    for attack in attacks_for(isolated, has_python, defended_by):
+        tamper = TamperAgent(attack, isolated)
+        probes.append(Probe(tamper.name, tamper, Outcome.failed, "tamper", attack.summary))
+    for folder in task.format.tamper_overlays():
+        agent = OverlayAgent(folder, folder.name)
+        summary = "the task's own tamper overlay"
+        probes.append(Probe(f"tamper/{folder.name}", agent, Outcome.failed, "tamper", summary))
     return probes
 
 
 async def check_tasks(
-    tasks: list[Task], backend: SandboxBackend, limits: Limits, concurrency: int
+    tasks: list[Task],
+    backend: SandboxBackend,
+    limits: Limits,
+    concurrency: int,
+    defended_by: Sequence[str] = DEFENDERS,
 ) -> list[ProbeResult]:
+    """Every task's probes, `concurrency` samples at a time; the reward hacks of the kinds in
+    `defended_by` ("verifier", "harness"). A task's hacks start once its untouched sample has
+    surveyed the workspace, so attacks that cannot apply are not run."""
     gate = asyncio.Semaphore(max(1, concurrency))
     no_retry = Limits(
         limits.setup_s, limits.agent_s, limits.verify_s, max_retries=0, workspace_diff=False
@@ -73,51 +125,96 @@ async def check_tasks(
             rec = await run_sample(task, 0, probe.agent, backend, no_retry, run_id="check")
         return ProbeResult(task.id, probe, rec)
 
-    return list(await asyncio.gather(*(one(t, p) for t in tasks for p in probes_for(t))))
+    async def task_probes(task: Task) -> list[ProbeResult]:
+        survey = SurveyAgent()
+        honesty = honesty_probes(task, survey)
+        untouched = await one(task, honesty[1])
+        hacks = tamper_probes(task, backend.isolated, survey.has_python, defended_by)
+        rest = await asyncio.gather(*(one(task, p) for p in [honesty[0], *honesty[2:], *hacks]))
+        return [rest[0], untouched, *rest[1:]]
+
+    per_task = await asyncio.gather(*(task_probes(t) for t in tasks))
+    return [result for results in per_task for result in results]
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    """Task ids whose oracle failed gold/untouched/wrong (dishonest) or only a hack (gameable)."""
+
+    dishonest: list[str]
+    gameable: list[str]
 
 
 def report(
-    results: list[ProbeResult], console: Console, skipped: Sequence[SkippedTask] = ()
-) -> list[str]:
+    results: list[ProbeResult],
+    console: Console,
+    skipped: Sequence[SkippedTask] = (),
+    isolated: bool = True,
+) -> Verdicts:
     """Print the per-task table (a row for each task that cannot load or cannot run here, with
-    the reason below it); return the ids of dishonest tasks."""
+    the reason below it) and every probe an oracle got wrong."""
     by_task: dict[str, list[ProbeResult]] = {}
     for result in results:
         by_task.setdefault(result.task_id, []).append(result)
     table = Table(title="Oracle honesty", header_style="bold")
-    for column in ("task", "gold → pass", "untouched → fail", "wrong/* → fail", "verdict"):
+    columns = ("task", "gold → pass", "untouched → fail", "wrong/* → fail", "tamper → fail")
+    for column in (*columns, "verdict"):
         table.add_column(column)
-    dishonest = []
+    verdicts = Verdicts([], [])
     for task_id, rows in by_task.items():
         cells = {r.probe.label: r for r in rows}
-        wrong = [r for r in rows if r.probe.label.startswith("wrong/")]
-        ok = all(r.honest for r in rows)
-        if not ok:
-            dishonest.append(task_id)
+        wrong = [r for r in rows if r.probe.kind == "wrong"]
+        tamper = [r for r in rows if r.probe.kind == "tamper"]
+        dishonest = not all(r.honest for r in rows if r.probe.kind != "tamper")
+        gameable = not all(r.honest for r in tamper)
+        if dishonest:
+            verdicts.dishonest.append(task_id)
+        elif gameable:
+            verdicts.gameable.append(task_id)
+        verdict = "[red]DISHONEST[/]" if dishonest else "[red]GAMEABLE[/]" if gameable else ""
         table.add_row(
             Text(task_id),
             _mark(cells["gold"]),
             _mark(cells["untouched"]),
-            f"{sum(r.honest for r in wrong)}/{len(wrong)}" if wrong else styled("[yellow]none[/]"),
-            styled("[green]honest[/]") if ok else styled("[red]DISHONEST[/]"),
+            _count(wrong),
+            _count(tamper),
+            styled(verdict or "[green]honest[/]"),
         )
     for task in skipped:
         mark = styled(
             "[red]cannot load[/]" if task.kind == CANNOT_LOAD else "[yellow]cannot run[/]"
         )
-        table.add_row(Text(task.task_id), "", "", "", mark)
+        table.add_row(Text(task.task_id), "", "", "", "", mark)
     console.print(table)
     for task in skipped:
         console.print(styled("[yellow]{}[/] {}:", task.task_id, task.kind), task.reason)
-    for task_id in dishonest:
+    for task_id in (*verdicts.dishonest, *verdicts.gameable):
         for r in by_task[task_id]:
-            if not r.honest:
-                console.print(
-                    styled("[red]{}[/]", task_id),
-                    f"{r.probe.label}: expected {r.probe.expect.value}, "
-                    f"got {r.record.outcome.value}: {r.record.reason or 'verify passed'}",
-                )
-    return dishonest
+            if r.honest:
+                continue
+            got = f"got {r.record.outcome.value}: {r.record.reason or 'verify passed'}"
+            if r.probe.kind == "tamper":
+                what = f"gameable by {r.probe.label} ({r.probe.summary}): {got}"
+            else:
+                what = f"{r.probe.label}: expected {r.probe.expect.value}, {got}"
+            console.print(styled("[red]{}[/]", task_id), what)
+    if not isolated:
+        skipped_attacks = len(ATTACKS) - len(attacks_for(False))
+        console.print(
+            f"{skipped_attacks} harness attacks (stale hidden files, agent processes left "
+            "running, planted paths, ...) run only on isolated sandboxes: this one defends "
+            "against none of them (use sandbox=bwrap or sandbox=docker)"
+        )
+    return verdicts
+
+
+def _count(rows: list[ProbeResult]) -> Text:
+    if not rows:
+        return styled("[yellow]none[/]")
+    held = sum(r.honest for r in rows)
+    idle = sum(r.not_applicable for r in rows)
+    shown = f"{held}/{len(rows)}" + (f" ({idle} n/a)" if idle else "")
+    return Text(shown) if held == len(rows) else styled("[red]{}[/]", shown)
 
 
 def _mark(result: ProbeResult) -> Text:

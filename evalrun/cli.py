@@ -77,20 +77,24 @@ def compose_config(
 
 
 def cmd_check(args: list[str]) -> int:
-    """evalrun check [--strict] [overrides]: gold must pass; untouched and wrong/* must fail.
+    """evalrun check [--strict] [--tamper=KINDS] [overrides]: gold must pass; untouched, wrong/*
+    and every reward hack (tamper) must fail.
 
-    Exit 1 when an oracle is dishonest, else 4 when a task folder cannot be loaded, else 0.
-    `--strict` (= strict_formats=true) refuses keys a foreign format's runner would ignore.
+    Exit 1 when an oracle is dishonest or gameable, else 4 when a task folder cannot be loaded,
+    else 0. `--strict` (= strict_formats=true) refuses keys a foreign format's runner would ignore.
+    `--tamper=verifier|harness|none` runs only the reward hacks the verifier (or the harness) must
+    stop, or none; the default runs every one the backend can be held to.
     """
     import asyncio
 
     from evalrun.check import check_tasks, report
     from evalrun.plan import EXIT_UNLOADABLE, build
+    from evalrun.tamper import DEFENDERS
 
     parser = CommandParser(
         "check",
-        "Prove every oracle honest: gold must pass; untouched and wrong/* must fail "
-        "(suite=probes: the probes' scripted good and bad runs).",
+        "Prove every oracle honest: gold must pass; untouched, wrong/* and the reward hacks must "
+        "fail (suite=probes: the probes' scripted good and bad runs).",
         overrides=True,
     )
     parser.add_argument(
@@ -98,7 +102,15 @@ def cmd_check(args: list[str]) -> int:
         action="store_true",
         help="refuse keys a foreign format's runner would ignore (= strict_formats=true)",
     )
+    parser.add_argument(
+        "--tamper",
+        choices=["all", "verifier", "harness", "none"],
+        default="all",
+        help="which reward hacks to play: those the verifier must stop, those the sandbox "
+        "harness must stop, all (default) or none",
+    )
     options = parser.parse(args)
+    defended_by = {"all": DEFENDERS, "none": ()}.get(options.tamper, (options.tamper,))
     overrides = [*options.overrides, *(["strict_formats=true"] if options.strict else [])]
     plan = build(compose_config(overrides))
     plan.backend.preflight()
@@ -106,18 +118,19 @@ def cmd_check(args: list[str]) -> int:
     if plan.suite == "probes":  # scripted good/bad runs instead of gold/untouched/wrong
         from evalrun.probes.check import run_check
 
-        return run_check(plan, console)
+        return run_check(plan, console, defended_by)
     console.print(
         f"checking {len(plan.tasks)} tasks in {plan.tasks_dir} on sandbox={plan.backend.name}"
     )
     results = asyncio.run(
-        check_tasks(list(plan.tasks), plan.backend, plan.limits, plan.concurrency)
+        check_tasks(list(plan.tasks), plan.backend, plan.limits, plan.concurrency, defended_by)
     )
-    dishonest = report(results, console, plan.skipped)
-    if dishonest:
-        console.print(
-            styled("[red]{} dishonest oracle(s):[/]", len(dishonest)), ", ".join(dishonest)
-        )
+    harness_proven = plan.backend.isolated or "harness" not in defended_by
+    verdicts = report(results, console, plan.skipped, harness_proven)
+    for kind, ids in (("dishonest", verdicts.dishonest), ("gameable", verdicts.gameable)):
+        if ids:
+            console.print(styled("[red]{} {} oracle(s):[/]", len(ids), kind), ", ".join(ids))
+    if verdicts.dishonest or verdicts.gameable:
         return 1
     if plan.unloadable:
         console.print(

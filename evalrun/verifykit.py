@@ -17,18 +17,21 @@ and also as the builtin exception it names (`with self.assertRaises(ValueError):
 works). The child's own stdout/stderr never mix with the answers (it writes them to stderr).
 
 evalrun's native format writes this file to `_evalrun/verifykit.py` at the workspace root just
-before verify.sh runs, replacing whatever was there. A verifier starts:
+before verify.sh runs (`exec python3 -I _oracle/check.py`), replacing whatever was there. A
+verifier starts:
 
     import os, sys
-    sys.path += [os.path.abspath("_evalrun"), os.path.dirname(os.path.abspath(__file__))]
-    import verifykit as kit
+    sys.path.append(os.path.abspath("_evalrun"))   # appended: the stdlib stays first
+    import verifykit as kit                        # first: it hardens this process
+    helper = kit.import_hidden(os.path.join(os.path.dirname(__file__), "helper.py"))
 
-Appending (never prepending) keeps the standard library ahead of anything on those paths. Read
-every hidden file (`read_hidden`) and import every helper before the first call into the
-workspace: from then on the workspace's code has run, as the same user, and may have rewritten
-anything writable. On import this module makes its process non-dumpable (no ptrace or
-/proc/<pid>/mem by same-user processes) and stops reading `__pycache__` folders an agent could
-have planted. Stdlib only, like everything verify.sh may use.
+Import the verifier's own modules by path (`import_hidden`), never by putting their folder on
+sys.path, where a package the agent planted beside them would win. Read every hidden file
+(`read_hidden`) and import every helper before the first call into the workspace: from then on
+the workspace's code has run, as the same user, and may have rewritten anything writable. On
+import this module makes its process non-dumpable (no ptrace or /proc/<pid>/mem by same-user
+processes) and stops reading `__pycache__` folders an agent could have planted. Stdlib only, like
+everything verify.sh may use.
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ __all__ = [
     "Result",
     "Session",
     "fail",
+    "import_hidden",
     "main",
     "passed",
     "read_hidden",
@@ -109,6 +113,23 @@ def read_hidden(path: str, binary: bool = False) -> Any:
     with open(path, "rb") as fh:
         data = fh.read()
     return data if binary else data.decode("utf-8")
+
+
+def import_hidden(path: str) -> Any:
+    """Import one of the verifier's own modules from its file, by path: never through sys.path,
+    where a package or stale bytecode the agent planted beside it would win."""
+    import importlib.util
+
+    if _untrusted_code_ran:
+        raise RuntimeError(f"verifykit: import {path} before the first call into the workspace")
+    name = os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"verifykit: cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 # --- plain data across the pipe --------------------------------------------------------------

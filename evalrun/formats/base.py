@@ -183,6 +183,15 @@ class TaskFormat(Protocol):
         ones are skipped). Planning refuses a task whose setup is larger than `setup_max_mb`."""
         ...
 
+    def tamper_overlays(self) -> list[Path]:
+        """The task's own reward hacks `evalrun check` must see fail (may be empty)."""
+        ...
+
+    def hidden_paths(self) -> list[str]:
+        """Every path (relative to the workspace, or absolute) the hidden verifier will bring:
+        where `evalrun.tamper`'s attacks plant their traps."""
+        ...
+
     async def prepare(self, sandbox: Sandbox, timeout_s: float) -> str:
         """Build the starting workspace; return its log."""
         ...

@@ -329,6 +329,14 @@ class HarborFormat:
             dirs += [d for step in self.step_plan.steps for d in step.format.setup_dirs()]
         return dirs
 
+    def tamper_overlays(self) -> list[Path]:
+        return []
+
+    def hidden_paths(self) -> list[str]:
+        tests = self.layout.tests_dir
+        files = [p.relative_to(tests).as_posix() for p in sorted(tests.rglob("*")) if p.is_file()]
+        return [f"tests/{f}" for f in files] + [f"{CONTAINER_TESTS_DIR}/{f}" for f in files]
+
     async def prepare(self, sandbox: Sandbox, timeout_s: float) -> str:
         env_dir = self.layout.environment_dir
         log = ""

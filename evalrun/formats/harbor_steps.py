@@ -112,6 +112,15 @@ class HarborStepFormat:
     def setup_dirs(self) -> list[Path]:
         return [self.folder / "workdir"]
 
+    def tamper_overlays(self) -> list[Path]:
+        return []
+
+    def hidden_paths(self) -> list[str]:
+        own = self.folder / "tests"
+        files = sorted(p.relative_to(own).as_posix() for p in own.rglob("*") if p.is_file())
+        mine = [f"tests/{f}" for f in files] + [f"{CONTAINER_TESTS_DIR}/{f}" for f in files]
+        return self.parent.hidden_paths() + mine
+
     async def prepare(self, sandbox: Sandbox, timeout_s: float) -> str:
         log = ""
         workdir = self.folder / "workdir"

@@ -7,20 +7,23 @@ NNN-slug/
   verify/          the hidden oracle: verify.sh (required) + helpers, injected only after the agent
   solution/        gold overlay (used by `evalrun check` and agent=oracle)
   wrong/<name>/    near-miss overlays that must fail (used by `evalrun check`)
+  tamper/<name>/   optional reward hacks aimed at this verifier, must fail (`evalrun check`)
 ```
 
 verify.sh runs from the workspace root with the agent's final answer at `$EVALRUN_ANSWER_FILE`;
 exit 0 is a pass. Beside it, freshly written over whatever the agent left there, is evalrun's
 verifier kit (`_evalrun/verifykit.py`, see `evalrun.verifykit`): how a verifier runs the agent's
-code in a child process and decides in its own. An overlay (solution/ or wrong/<name>/) is
-copied over the workspace; if it brings a solve.sh, that runs there and is removed, and its
-stdout is the final answer.
+code in a child process and decides in its own. An overlay (solution/, wrong/<name>/,
+tamper/<name>/) is copied over the workspace; if it brings a solve.sh, that runs there and is
+removed, and its stdout is the final answer.
 """
 
 from __future__ import annotations
 
 import posixpath
 import shlex
+import shutil
+import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -52,6 +55,7 @@ SOLVE_SCRIPT = "solve.sh"  # in an overlay: run after overlaying; its stdout is 
 VERIFY_SCRIPT = "verify.sh"
 ANSWER_ENV = "EVALRUN_ANSWER_FILE"  # verify.sh finds the agent's final message at this path
 VERIFY_TAIL_CHARS = 4000
+MAX_INLINE_SCRIPT_BYTES = 100_000  # below Linux's 128 KiB limit on one argument
 KIT_DIR = "_evalrun"  # at the workspace root, beside verify.sh: the verifier kit, written fresh
 KIT_FILE = "verifykit.py"
 IGNORED_NAMES = frozenset({"__pycache__", ".DS_Store"})
@@ -85,10 +89,17 @@ class TaskLayout:
 
     @property
     def wrong_dirs(self) -> list[Path]:
-        wrong = self.root / "wrong"
-        if not wrong.is_dir():
+        return self._overlays("wrong")
+
+    @property
+    def tamper_dirs(self) -> list[Path]:
+        return self._overlays("tamper")
+
+    def _overlays(self, kind: str) -> list[Path]:
+        folder = self.root / kind
+        if not folder.is_dir():
             return []
-        return sorted(p for p in wrong.iterdir() if p.is_dir() and p.name not in IGNORED_NAMES)
+        return sorted(p for p in folder.iterdir() if p.is_dir() and p.name not in IGNORED_NAMES)
 
 
 def load(folder: Path) -> tuple[TaskSpec, NativeFormat]:
@@ -130,13 +141,13 @@ def _kit_source() -> bytes:
     return resources.files("evalrun").joinpath(KIT_FILE).read_bytes()
 
 
-async def install_kit(sandbox: Sandbox) -> list[str]:
-    """Write the verifier kit to `_evalrun/` after removing whatever the agent put at that path
-    (a planted `verifykit/` package or `__pycache__` would otherwise shadow it); the notes of
-    permissions restored on the way (`Sandbox.clear`)."""
-    notes = await sandbox.clear([KIT_DIR])
-    await sandbox.write_file(posixpath.join(KIT_DIR, KIT_FILE), _kit_source())
-    return notes
+def stage_hidden(verify_dir: Path, into: Path) -> Path:
+    """verify/'s files plus the verifier kit at `_evalrun/verifykit.py`, staged in `into` on the
+    host, so one `inject` clears what the agent left at both and copies both in."""
+    shutil.copytree(verify_dir, into, symlinks=True, dirs_exist_ok=True)
+    (into / KIT_DIR).mkdir(exist_ok=True)
+    (into / KIT_DIR / KIT_FILE).write_bytes(_kit_source())
+    return into
 
 
 async def apply_overlay(
@@ -191,6 +202,18 @@ class NativeFormat:
     def setup_dirs(self) -> list[Path]:
         return [self.layout.setup_dir]
 
+    def tamper_overlays(self) -> list[Path]:
+        return self.layout.tamper_dirs
+
+    def hidden_paths(self) -> list[str]:
+        verify = self.layout.verify_dir
+        files = [
+            p.relative_to(verify).as_posix()
+            for p in sorted(verify.rglob("*"))
+            if p.is_file() and not IGNORED_NAMES.intersection(p.relative_to(verify).parts)
+        ]
+        return [*files, posixpath.join(KIT_DIR, KIT_FILE)]
+
     async def prepare(self, sandbox: Sandbox, timeout_s: float) -> str:
         setup_dir = self.layout.setup_dir
         if setup_dir.is_dir():
@@ -214,13 +237,30 @@ class NativeFormat:
 
     async def grade(self, sandbox: Sandbox, answer: str, timeout_s: float) -> Verdict:
         answer_path = posixpath.join(sandbox.private_dir, "answer.txt")
-        notes = await inject(sandbox, self.layout.verify_dir, also=[answer_path])
+        with tempfile.TemporaryDirectory(prefix="evalrun-verify-") as staging:
+            hidden = stage_hidden(self.layout.verify_dir, Path(staging))
+            notes = await inject(sandbox, hidden, also=[answer_path])
         await sandbox.write_file(answer_path, answer)
-        notes += await install_kit(sandbox)
         result = await sandbox.exec(
-            ["bash", VERIFY_SCRIPT], env={ANSWER_ENV: answer_path}, timeout_s=timeout_s
+            verify_command(self.layout.verify_script),
+            env={ANSWER_ENV: answer_path},
+            timeout_s=timeout_s,
         )
         return with_notes(_verdict(result, timeout_s), notes)
+
+
+def verify_command(script: Path) -> list[str]:
+    """`bash verify.sh`, but with the script's text from the task folder on the host.
+
+    bash reads a script file as it runs it, so agent code the verifier runs could rewrite
+    verify.sh in the workspace under it (to `exit 0`). Given as `bash -c TEXT verify.sh` it is
+    read from memory and `$0` is still `verify.sh`. Very long scripts (beyond what one argument
+    may hold) run from the copied file.
+    """
+    text = script.read_text(encoding="utf-8", errors="replace")
+    if len(text.encode()) > MAX_INLINE_SCRIPT_BYTES:
+        return ["bash", VERIFY_SCRIPT]
+    return ["bash", "-c", text, VERIFY_SCRIPT]
 
 
 def _verdict(result: ExecResult, timeout_s: float) -> Verdict:

@@ -54,6 +54,12 @@ class ProbeFormat:
     def setup_dirs(self) -> list[Path]:
         return [TaskLayout(self.layout.root).setup_dir]
 
+    def tamper_overlays(self) -> list[Path]:
+        return []
+
+    def hidden_paths(self) -> list[str]:
+        return []  # graded on the host from the evidence; nothing hidden lands in the sandbox
+
     async def prepare(self, sandbox: Sandbox, timeout_s: float) -> str:
         return await NativeFormat(TaskLayout(self.layout.root)).prepare(sandbox, timeout_s)
 

@@ -27,6 +27,7 @@ from evalrun.records import AgentResult, Outcome
 from evalrun.runner import run
 from evalrun.sandbox.local import LocalBackend
 from evalrun.runlog import RunLog
+from evalrun.tamper import ATTACKS
 from tests.conftest import require_engine
 from tests.test_gate import evalrun
 
@@ -252,10 +253,17 @@ def isolated_backend(name: str):
     ],
 )
 def test_probe_sanity_holds_in_isolated_sandboxes(backend_name):
-    """The evidence path (find, read_file, the private folder) works where the host is hidden."""
+    """The evidence path (find, read_file, the private folder) works where the host is hidden,
+    and no harness attack turns a probe's fail into a pass or an error."""
     backend = isolated_backend(backend_name)
     probes = [p for p in load_probes(BUNDLED_PROBES) if p.id.startswith(("p06", "p09", "p12"))]
     results = asyncio.run(check_probes(probes, backend, Limits(), concurrency=2))
-    assert len(results) == 6 and all(r.honest for r in results), [
+    harness_attacks = [a for a in ATTACKS if a.defended_by == "harness"]
+    assert {r.run for r in results} == {
+        "good",
+        "bad",
+        *(f"tamper/{a.name}" for a in harness_attacks),
+    }
+    assert len(results) == 3 * (2 + len(harness_attacks)) and all(r.honest for r in results), [
         (r.probe_id, r.run, r.record.reason) for r in results if not r.honest
     ]

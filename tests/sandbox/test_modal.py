@@ -14,10 +14,12 @@ import sys
 
 import pytest
 
+from evalrun.check import probes_for
 from evalrun.cli import compose_config, main
 from evalrun.errors import SandboxUnavailable, UsageError
 from evalrun.plan import build
 from evalrun.sandbox.modal import ModalBackend
+from evalrun.tasks import load_task
 from tests.conftest import require_engine
 from tests.sandbox import modal_standin
 from tests.sandbox.modal_standin import StandinState, install_modal_standin
@@ -172,5 +174,7 @@ def test_evalrun_check_on_modal_as_a_user_types_it(standin: StandinState, make_t
     out = capsys.readouterr().out
     assert exited.value.code == 0, out
     assert "sandbox=modal" in out and "all 1 oracles honest" in out
-    assert len(standin.sandboxes) == 3  # gold, untouched, wrong/off-by-one
+    # gold, untouched, wrong/off-by-one and every reward hack (modal is isolated: all of them)
+    task = load_task(suite / "001-answer")  # no Python in its workspace: those hacks are skipped
+    assert len(standin.sandboxes) == len(probes_for(task, True, has_python=False))
     assert all(not s.root.exists() for s in standin.sandboxes)

@@ -5,7 +5,7 @@ import sys
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path += [os.path.abspath("_evalrun"), HERE]
+sys.path.append(os.path.abspath("_evalrun"))  # the verifier kit; never the workspace
 import verifykit as kit  # noqa: E402
 
 ORIGINAL = kit.read_hidden(os.path.join(HERE, "expected_settings.py.txt"))

@@ -4,7 +4,7 @@ import os
 import sys
 import unittest
 
-sys.path += [os.path.abspath("_evalrun"), os.path.dirname(os.path.abspath(__file__))]
+sys.path.append(os.path.abspath("_evalrun"))  # the verifier kit; never the workspace
 import verifykit as kit  # noqa: E402
 
 W = None

@@ -3,7 +3,7 @@
 import os
 import sys
 
-sys.path += [os.path.abspath("_evalrun"), os.path.dirname(os.path.abspath(__file__))]
+sys.path.append(os.path.abspath("_evalrun"))  # the verifier kit; never the workspace
 import verifykit as kit  # noqa: E402
 from verifykit import fail  # noqa: E402
 

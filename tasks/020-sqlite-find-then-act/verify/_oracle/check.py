@@ -6,12 +6,13 @@ import sqlite3
 import sys
 import tempfile
 
-sys.path += [os.path.abspath("_evalrun"), os.path.dirname(os.path.abspath(__file__))]
+sys.path.append(os.path.abspath("_evalrun"))  # the verifier kit; never the workspace
 import verifykit as kit  # noqa: E402  (first: it hardens this process before other imports)
 from verifykit import fail  # noqa: E402
 
-import dbdiff  # noqa: E402
-import seed  # noqa: E402
+HERE = os.path.dirname(os.path.abspath(__file__))
+dbdiff = kit.import_hidden(os.path.join(HERE, "dbdiff.py"))
+seed = kit.import_hidden(os.path.join(HERE, "seed.py"))
 
 if not os.path.isfile("tracker.db"):
     fail("tracker.db is missing")

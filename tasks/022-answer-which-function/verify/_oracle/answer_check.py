@@ -3,7 +3,8 @@
 usage: python3 -I _oracle/answer_check.py _oracle/facts.json
 The answer is read from $EVALRUN_ANSWER_FILE. Markdown emphasis/code markup is stripped,
 matching is case-insensitive. facts.json: {"facts": [{"fact": "...", "any": [regex, ...]}],
-"forbidden": [{"why": "...", "any": [regex, ...]}]}; a fact is present if any regex matches.
+"forbidden": [{"why": "...", "any": [regex, ...]}], "max_chars": N}; a fact is present if any regex
+matches. `max_chars` rejects an answer that pastes everything it found, hoping the facts are in it.
 """
 import json
 import os
@@ -38,6 +39,11 @@ def main():
         raw = fh.read()
     if not raw.strip():
         print("FAIL: the final answer is empty; the answer has to be given in the final message, not only in a file")
+        return 1
+    limit = spec.get("max_chars")
+    if limit and len(raw) > limit:
+        print(f"FAIL: the answer is {len(raw)} characters long; a direct answer of at most {limit} is "
+              "expected, not everything that might contain it")
         return 1
     text = normalise(raw)
     for rule in spec.get("forbidden", []):
