@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
+from evalrun import yamlio
 from evalrun.errors import UsageError
 from evalrun.metrics import Summary, summarize
 from evalrun.records import CellKey, RunState, SampleDigest, SampleRecord, run_state
@@ -340,7 +341,7 @@ def _read_text(path: Path) -> str:
 
 def _read_yaml(path: Path, text: str) -> Any:
     try:
-        return yaml.safe_load(text)
+        return yamlio.safe_load(text)
     except yaml.YAMLError as exc:
         raise UsageError(f"{path}: not readable YAML ({exc})") from exc
 

@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evalrun.errors import TaskFormatError, UsageError, bad_value
-from evalrun.formats import harbor, native
+from evalrun.formats import native
 from evalrun.formats.base import (
+    HARBOR_TASK_FILE,
     Difficulty,
     FolderLayout,
     JudgeSpec,
@@ -115,21 +116,23 @@ def load_task(folder: Path, *, reward_threshold: float = 1.0, strict: bool = Fal
     file and field on any problem. `reward_threshold` is the pass mark for reward-based formats;
     `strict` refuses keys a foreign format's own runner would ignore (they are warnings else)."""
     folder = Path(folder)
-    native_file, harbor_file = folder / TASK_FILE, folder / harbor.TASK_FILE
+    native_file, harbor_file = folder / TASK_FILE, folder / HARBOR_TASK_FILE
     if native_file.is_file() and harbor_file.is_file():
         raise TaskFormatError(
-            folder, f"holds both {TASK_FILE} (evalrun) and {harbor.TASK_FILE} (Harbor); keep one"
+            folder, f"holds both {TASK_FILE} (evalrun) and {HARBOR_TASK_FILE} (Harbor); keep one"
         )
     fmt: TaskFormat
     if native_file.is_file():
         spec, fmt = native.load(folder)
-    elif harbor.is_harbor_folder(folder):
+    elif harbor_file.is_file():  # imported only here: a native suite's start-up stays light
+        from evalrun.formats import harbor
+
         spec, fmt = harbor.load(folder, reward_threshold=reward_threshold, strict=strict)
     else:
         raise TaskFormatError(
             native_file,
             f"missing: every task folder needs a {TASK_FILE} (evalrun) or a "
-            f"{harbor.TASK_FILE} + instruction.md (Harbor)",
+            f"{HARBOR_TASK_FILE} + instruction.md (Harbor)",
         )
     _check_symlinks(folder)
     return Task(spec=spec, format=fmt, fingerprint=fingerprint(folder))

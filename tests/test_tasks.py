@@ -57,10 +57,12 @@ def test_yaml_that_is_not_a_mapping(make_task):
         load_task(folder)
 
 
-def test_yaml_that_does_not_parse(make_task):
-    folder = make_task(files={"task.yaml": "id: [unclosed\n"})
-    with pytest.raises(TaskFormatError, match="not valid YAML"):
+def test_yaml_that_does_not_parse_quotes_the_line_with_a_caret(make_task):
+    folder = make_task(files={"task.yaml": "id: x\nprompt: a: b\n"})
+    with pytest.raises(TaskFormatError, match="not valid YAML") as err:
         load_task(folder)
+    # parsed by libyaml for speed; its error is told by the pure-Python parser, which shows where
+    assert "line 2, column 10:\n    prompt: a: b\n             ^" in str(err.value)
 
 
 def test_missing_verify_script(make_task):

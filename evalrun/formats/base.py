@@ -31,6 +31,8 @@ from evalrun.records import AgentResult, Outcome
 from evalrun.sandbox.base import Sandbox, SandboxBackend, SandboxSpec
 from evalrun.sandbox.base import TaskImage as TaskImage  # re-exported: formats describe images
 
+HARBOR_TASK_FILE = "task.toml"  # what makes a folder a Harbor task (formats.harbor loads it)
+
 
 class Difficulty(StrEnum):
     easy = "easy"

@@ -44,6 +44,7 @@ from typing import Any, cast
 
 from evalrun.errors import TaskFormatError
 from evalrun.formats.base import (
+    HARBOR_TASK_FILE,
     Difficulty,
     SetupFailed,
     StepPlan,
@@ -68,7 +69,7 @@ from evalrun.sandbox.base import (
 )
 from evalrun.sandbox.output import tail_text
 
-TASK_FILE = "task.toml"
+TASK_FILE = HARBOR_TASK_FILE
 INSTRUCTION_FILE = "instruction.md"
 TEST_SCRIPT = "test.sh"
 SOLVE_SCRIPT = "solve.sh"

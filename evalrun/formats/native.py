@@ -35,6 +35,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from evalrun import yamlio
 from evalrun.errors import TaskFormatError
 from evalrun.formats.base import (
     SetupFailed,
@@ -106,7 +107,7 @@ def load(folder: Path) -> tuple[TaskSpec, NativeFormat]:
     """Parse and validate task.yaml; raise `TaskFormatError` naming the file and field."""
     layout = TaskLayout(folder)
     try:
-        raw = yaml.safe_load(layout.task_file.read_text(encoding="utf-8"))
+        raw = yamlio.safe_load(layout.task_file.read_text(encoding="utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise TaskFormatError(layout.task_file, f"not valid YAML: {exc}") from exc
     if not isinstance(raw, dict):

@@ -27,6 +27,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from evalrun import yamlio
 from evalrun.errors import UsageError
 from evalrun.formats.base import JudgeSpec
 
@@ -93,7 +94,7 @@ def load_specs(judges: Iterable[Any], judges_file: str | None) -> list[JudgeSpec
         if not path.is_file():
             raise UsageError(f"judges_file: {path} not found (expected a YAML file with judges:)")
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            data = yamlio.safe_load(path.read_text(encoding="utf-8"))
         except yaml.YAMLError as exc:
             raise UsageError(f"judges_file: {path} is not valid YAML: {exc}") from exc
         if not isinstance(data, dict) or "judges" not in data:

@@ -31,6 +31,7 @@ from typing import Annotated, Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from evalrun import yamlio
 from evalrun.errors import TaskFormatError
 from evalrun.formats.base import Difficulty, JudgeSpec, TaskSpec
 from evalrun.probes.expect import MODELS, Expectation, expectation_names
@@ -103,7 +104,7 @@ class Turn:
 
 def _yaml(path: Path) -> Any:
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return yamlio.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError, UnicodeDecodeError) as exc:
         raise TaskFormatError(path, f"not readable YAML: {exc}") from exc
 
