@@ -28,13 +28,31 @@ every command sees. A task image or a workspace at another path cannot be given 
 Folders go in as a tar streamed into a `tar -x` exec's stdin, never whole in memory. `end_agent`
 kills every process outside PID 1's session and its own, as on Docker, and checks.
 
+Orphans. Every sandbox carries Modal tags naming the evalrun process that made it (the owner
+token of `evalrun.sandbox.owner`, split into tags because a tag value allows only letters,
+digits, `.`, `-` and `_`):
+
+```
+evalrun=1   evalrun.owner_host=<hostname>   evalrun.owner_pid=<pid>   evalrun.owner_start=<ticks>
+evalrun.keep=1                              only with keep_workspaces: never swept
+```
+
+`preflight()` lists the app's running sandboxes tagged `evalrun=1` (`Sandbox.list(app_id=,
+tags=)`, then `get_tags` on each) and terminates those whose owner was on this host and is gone
+(pid not running, or running with another start time), as the docker backend removes its
+containers; a live run's, another host's and a kept one are left alone. A second Ctrl-C
+(`abandon`) terminates the sandboxes still open, waiting at most ABANDON_TIMEOUT_S; what is left
+then is swept by the next preflight. The sweep, like everything here, has run only against the
+stand-in.
+
 Known limitations: commands run as root inside the Modal sandbox (Modal's default), so unlike the
 docker backend an agent there could alter the system tools verify.sh later uses, and write the
-private folder. There is no disk watchdog (Modal bounds a sandbox's disk itself). A second Ctrl-C
-does not terminate open sandboxes: they end at their lifetime, `timeout_s`.
+private folder. There is no disk watchdog (Modal bounds a sandbox's disk itself). A sandbox made
+on another host, or by a run whose host was renamed, is not swept: it ends at its lifetime,
+`timeout_s`.
 
 Credentials come from MODAL_TOKEN_ID + MODAL_TOKEN_SECRET or from `~/.modal.toml` (or the file
-MODAL_CONFIG_PATH names); without them `preflight()` stops the run before it starts.
+MODAL_CONFIG_PATH names); without them `preflight()` stops the run before it contacts Modal.
 """
 
 from __future__ import annotations
@@ -43,8 +61,11 @@ import asyncio
 import math
 import os
 import posixpath
+import re
+import socket
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -65,6 +86,7 @@ from evalrun.sandbox.base import (
 from evalrun.sandbox.clear import clear_argv, clear_notes
 from evalrun.sandbox.container import ExecSession, end_agent_argv
 from evalrun.sandbox.output import BoundedBuffer
+from evalrun.sandbox.owner import current_owner, owner_alive
 from evalrun.sandbox.transfer import CHUNK, TarPipe
 
 EXEC_DIR = f"{PRIVATE_DIR}/exec"
@@ -76,6 +98,13 @@ KILL_GRACE_S = 5.0
 EXEC_TIMEOUT_MARGIN_S = 10  # Modal's exec timeout, a backstop behind ours
 _PREPARE = f"mkdir -p {WORKDIR} {HOME_DIR} && mkdir -p -m 0700 {PRIVATE_DIR} {EXEC_DIR}"
 _UNTAR = 'mkdir -p -- "$1" && tar -x -f - -C "$1"'
+TAG = "evalrun"
+OWNER_HOST_TAG = "evalrun.owner_host"
+OWNER_PID_TAG = "evalrun.owner_pid"
+OWNER_START_TAG = "evalrun.owner_start"
+KEEP_TAG = "evalrun.keep"
+UNKNOWN_START = "unknown"  # a tag value cannot be "?" (owner.py's "start time unknown")
+ABANDON_TIMEOUT_S = 20.0
 
 
 def _modal() -> Any:
@@ -262,6 +291,42 @@ class ModalSandbox:
         return None
 
 
+def _tag_value(text: str) -> str:
+    """`text` as Modal accepts a tag value: [A-Za-z0-9._-], at most 63 characters."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", text)[:63] or "_"
+
+
+def owner_tags(token: str, keep: bool = False) -> dict[str, str]:
+    """The tags marking a sandbox made by the process whose owner token is `token`."""
+    host, pid, start = token.rsplit(":", 2)
+    tags = {
+        TAG: "1",
+        OWNER_HOST_TAG: _tag_value(host),
+        OWNER_PID_TAG: pid,
+        OWNER_START_TAG: UNKNOWN_START if start == "?" else _tag_value(start),
+    }
+    return {**tags, KEEP_TAG: "1"} if keep else tags
+
+
+def is_orphan(tags: Mapping[str, str]) -> bool:
+    """Whether a sandbox with these tags was made by an evalrun process of this host that is
+    gone; never for a kept sandbox, another host's, or one without evalrun's tags."""
+    if tags.get(TAG) != "1" or tags.get(KEEP_TAG):
+        return False
+    host, pid = socket.gethostname(), tags.get(OWNER_PID_TAG, "")
+    if tags.get(OWNER_HOST_TAG) != _tag_value(host) or not pid.isdigit():
+        return False
+    start = tags.get(OWNER_START_TAG, "")
+    return not owner_alive(f"{host}:{pid}:{'?' if start == UNKNOWN_START else start}")
+
+
+def _blocking(work: Callable[[], Coroutine[Any, Any, Any]]) -> Any:
+    """Run `work()` to the end on an event loop of its own, in a thread: the callers (preflight,
+    abandon) are synchronous and may be called from inside a running loop."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, work()).result()
+
+
 async def _drain(stream: Any, buffer: BoundedBuffer) -> None:
     async for chunk in stream:
         buffer.feed(chunk if isinstance(chunk, bytes) else chunk.encode())
@@ -303,6 +368,7 @@ class ModalBackend:
         self.keep_workspaces = keep_workspaces
         self._app: Any = None  # looked up on first use; a race only looks it up twice
         self._image: Any = None
+        self._live: dict[int, Any] = {}  # id() -> sandbox still open, for `abandon`
 
     def add_read_only(self, paths: Sequence[Path], *, live: bool) -> None:
         raise SandboxUnavailable(
@@ -311,17 +377,40 @@ class ModalBackend:
         )
 
     def preflight(self) -> None:
-        """The SDK is installed and credentials are configured (nothing is contacted yet)."""
+        """The SDK is installed and credentials are configured; then terminate orphaned
+        sandboxes (see the module docstring), which is the first time Modal is contacted."""
         _modal()
-        if os.environ.get("MODAL_TOKEN_ID") and os.environ.get("MODAL_TOKEN_SECRET"):
-            return
+        has_env = os.environ.get("MODAL_TOKEN_ID") and os.environ.get("MODAL_TOKEN_SECRET")
         config = os.environ.get("MODAL_CONFIG_PATH") or os.path.expanduser("~/.modal.toml")
-        if os.path.isfile(config):
-            return
-        raise SandboxUnavailable(
-            "sandbox=modal needs Modal credentials: set MODAL_TOKEN_ID and MODAL_TOKEN_SECRET, "
-            f"or run `modal token new` to write {config}"
-        )
+        if not has_env and not os.path.isfile(config):
+            raise SandboxUnavailable(
+                "sandbox=modal needs Modal credentials: set MODAL_TOKEN_ID and "
+                f"MODAL_TOKEN_SECRET, or run `modal token new` to write {config}"
+            )
+        self.remove_orphans()
+
+    def remove_orphans(self) -> int:
+        """Terminate the sandboxes of app `app_name` made on this host by evalrun processes that
+        no longer exist; how many. `SandboxUnavailable` when Modal cannot be asked."""
+        modal = _modal()
+        try:
+            return int(_blocking(self._sweep))
+        except (modal.exception.Error, OSError) as exc:
+            raise SandboxUnavailable(
+                f"sandbox=modal could not list the sandboxes of app {self.app_name!r} "
+                f"(to remove those of killed runs): {exc}"
+            ) from exc
+
+    async def _sweep(self) -> int:
+        modal = _modal()
+        app = await self._lookup_app()  # the run makes it anyway, with its first sandbox
+        removed = 0
+        async for sandbox in modal.Sandbox.list.aio(app_id=app.app_id, tags={TAG: "1"}):
+            if is_orphan(await sandbox.get_tags.aio()):
+                with suppress(modal.exception.Error):
+                    await sandbox.terminate.aio()
+                    removed += 1
+        return removed
 
     def _image_spec(self) -> Any:
         modal = _modal()
@@ -364,17 +453,32 @@ class ModalBackend:
                 workdir=WORKDIR,
                 cpu=spec.cpus or self.cpu,
                 memory=spec.memory_mb or self.memory_mb,
+                tags=owner_tags(current_owner(), self.keep_workspaces),
             )
         except modal.exception.Error as exc:
             raise SandboxError(f"modal could not create a sandbox: {exc}") from exc
 
     def abandon(self) -> None:
-        """Nothing to do at once: open sandboxes end at their lifetime (`timeout_s`)."""
+        """Terminate every sandbox this process still has open, in parallel, waiting at most
+        ABANDON_TIMEOUT_S. What is left then (or was still being created) carries this
+        process's owner tags, so the next preflight terminates it once this process is gone."""
+        open_now = list(self._live.values())
+        if self.keep_workspaces or not open_now:
+            return
+
+        async def terminate_all() -> None:
+            ending = [self._terminate(sandbox) for sandbox in open_now]
+            with suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.gather(*ending), ABANDON_TIMEOUT_S)
+
+        with suppress(Exception):
+            _blocking(terminate_all)
 
     async def _terminate(self, sandbox: Any) -> None:
         if not self.keep_workspaces:
             with suppress(Exception):
                 await sandbox.terminate.aio()
+        self._live.pop(id(sandbox), None)
 
     @asynccontextmanager
     async def open(
@@ -390,6 +494,7 @@ class ModalBackend:
             with suppress(Exception):
                 await self._terminate(await creating)
             raise
+        self._live[id(sandbox)] = sandbox
         try:
             box = ModalSandbox(sandbox, self.output_limit, dict(spec.env))
             code, stderr = await box._plain(["bash", "-c", _PREPARE])

@@ -8,17 +8,26 @@ the installed `modal` package):
 - `modal.App.lookup.aio(name, create_if_missing=...)`
 - `modal.Image.debian_slim(python_version=...)`, `.apt_install(*packages)`, `Image.from_registry`
 - `modal.Sandbox.create.aio(*entrypoint, app=, image=, timeout=, block_network=, workdir=, cpu=,
-  memory=)`, `sb.exec.aio(*argv, text=, timeout=)` returning a process with `.stdout` / `.stderr`
-  (async-iterable, `.read.aio()`), `.stdin` (`write`, `write_eof`, `drain.aio()`), `.wait.aio()`
-  and `.returncode`, `sb.filesystem.read_bytes.aio`
-  / `write_bytes.aio`, `sb.terminate.aio()`
-- `modal.exception.Error` and the `SandboxFilesystem*Error` classes those calls raise.
+  memory=, tags=)`, `sb.exec.aio(*argv, text=, timeout=)` returning a process with `.stdout` /
+  `.stderr` (async-iterable, `.read.aio()`), `.stdin` (`write`, `write_eof`, `drain.aio()`),
+  `.wait.aio()` and `.returncode`, `sb.filesystem.read_bytes.aio` / `write_bytes.aio`,
+  `sb.terminate.aio()`, `sb.get_tags.aio()`
+- `modal.Sandbox.list.aio(app_id=, tags=)`: the app's running sandboxes having at least those
+  tags (the orphan sweep); `App.app_id`
+- `modal.exception.Error` and the `SandboxFilesystem*Error` classes those calls raise; tags are
+  checked by Modal's rule (letters, digits, `.`, `-`, `_`; at most 63 characters), an
+  `InvalidError` otherwise.
 
 A stand-in sandbox is a small container made of local processes: a temp folder bound as the root
 of a bubblewrap namespace (host /usr and /etc read-only, its own /proc), with a pid namespace of
 its own (`terminate` kills its init, and with it every process inside) and, when
 `block_network=True`, a network namespace with nothing in it. `exec` enters those namespaces with
 nsenter. Images are not built: every image is the host's userland. Needs bwrap, nsenter and root.
+
+Unlike Modal, the "cloud" here is this test process: a sandbox lives as long as the process that
+made it (bwrap `--die-with-parent`), and `STATE` is what `Sandbox.list` sees. A sandbox made on
+one event loop can be terminated from another (its bwrap is a plain `subprocess.Popen`), as a
+real Modal sandbox can from any client: the sweep and `abandon` run on loops of their own.
 """
 
 from __future__ import annotations
@@ -27,8 +36,10 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import types
@@ -66,6 +77,10 @@ class InvalidError(Error):
     pass
 
 
+class NotFoundError(Error):
+    pass
+
+
 class SandboxFilesystemError(Error):
     pass
 
@@ -83,12 +98,22 @@ class SandboxFilesystemIsADirectoryError(SandboxFilesystemError):
 class App:
     name: str
 
+    @property
+    def app_id(self) -> str:
+        return f"ap-standin-{self.name}"
+
     @staticmethod
     async def _lookup(name: str, *, create_if_missing: bool = False) -> App:
         if name not in STATE.apps and not create_if_missing:
-            raise Error(f"App '{name}' not found")
+            raise NotFoundError(f"App '{name}' not found")
         STATE.apps.add(name)
         return App(name)
+
+
+def _check_tags(tags: dict[str, str]) -> None:
+    for text in (*tags, *tags.values()):
+        if not re.fullmatch(r"[A-Za-z0-9._-]{1,63}", text):
+            raise InvalidError(f"Invalid tag {text!r}: letters, digits, '.', '-', '_', <= 63")
 
 
 App.lookup = _Aio(App._lookup)  # type: ignore[attr-defined]
@@ -180,7 +205,7 @@ class _ContainerProcess:
 class Sandbox:
     """One stand-in sandbox: see the module docstring."""
 
-    def __init__(self, root: Path, init: asyncio.subprocess.Process, init_pid: int, spec: dict):
+    def __init__(self, root: Path, init: subprocess.Popen, init_pid: int, spec: dict):
         self.root = root
         self.spec = spec
         self.object_id = f"sb-standin-{len(STATE.sandboxes)}"
@@ -189,6 +214,7 @@ class Sandbox:
         self._terminated = False
         self.exec = _Aio(self._exec)
         self.terminate = _Aio(self._terminate)
+        self.get_tags = _Aio(self._get_tags)
         self.filesystem = types.SimpleNamespace(
             read_bytes=_Aio(self._read_bytes), write_bytes=_Aio(self._write_bytes)
         )
@@ -203,12 +229,14 @@ class Sandbox:
         workdir: str | None = None,
         cpu: float | None = None,
         memory: int | None = None,
+        tags: dict[str, str] | None = None,
     ) -> Sandbox:
         if app is None:
             raise InvalidError("App must be provided when creating a Sandbox outside a container")
+        _check_tags(tags or {})
         spec = dict(
             args=args, app=app.name, image=image, timeout=timeout, block_network=block_network,
-            workdir=workdir, cpu=cpu, memory=memory,
+            workdir=workdir, cpu=cpu, memory=memory, tags=dict(tags or {}),
         )  # fmt: skip
         root = Path(tempfile.mkdtemp(prefix="evalrun-modal-standin-"))
         for rel in ("tmp", (workdir or "/").lstrip("/")):
@@ -226,12 +254,12 @@ class Sandbox:
         argv += ["--unshare-pid", "--unshare-ipc", "--unshare-uts", "--hostname", "modal"]
         argv += ["--unshare-net"] if block_network else []
         argv += ["--die-with-parent", "--info-fd", str(write_end), *(args or ("sleep", "inf"))]
-        init = await asyncio.create_subprocess_exec(
-            *argv,
+        init = subprocess.Popen(  # not asyncio's: that would tie the sandbox to this event loop
+            argv,
             pass_fds=(write_end,),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
             start_new_session=True,
         )
         os.close(write_end)
@@ -259,8 +287,24 @@ class Sandbox:
         raise Error("the stand-in sandbox did not become ready")
 
     def _check_running(self) -> None:
-        if self._terminated or self._init.returncode is not None:
+        if not self.running:
             raise Error("Sandbox has already terminated")
+
+    @property
+    def running(self) -> bool:
+        return not self._terminated and self._init.poll() is None
+
+    async def _get_tags(self) -> dict[str, str]:
+        return dict(self.spec["tags"])
+
+    @staticmethod
+    async def _list(*, app_id: str | None = None, tags: dict[str, str] | None = None):
+        """The running sandboxes (of app `app_id`) having at least `tags`, newest first."""
+        for sandbox in reversed(STATE.sandboxes):
+            if app_id is not None and App(sandbox.spec["app"]).app_id != app_id:
+                continue
+            if sandbox.running and (tags or {}).items() <= sandbox.spec["tags"].items():
+                yield sandbox
 
     async def _spawn(self, argv: list[str], *, workdir: str | None, stdin: bool = False):
         self._check_running()
@@ -322,15 +366,16 @@ class Sandbox:
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.init_pid, signal.SIGKILL)  # pid 1 of the namespace: all inside die
         try:  # bwrap reaps its child and exits
-            await asyncio.wait_for(self._init.wait(), 5)
-        except TimeoutError:
+            await asyncio.to_thread(self._init.wait, 5)
+        except subprocess.TimeoutExpired:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self._init.pid, signal.SIGKILL)
-            await self._init.wait()
+            await asyncio.to_thread(self._init.wait)
         await asyncio.to_thread(shutil.rmtree, self.root, True)
 
 
 Sandbox.create = _Aio(Sandbox._create)  # type: ignore[attr-defined]
+Sandbox.list = _Aio(Sandbox._list)  # type: ignore[attr-defined]
 
 
 # --- installing it ------------------------------------------------------------------------------
@@ -354,6 +399,7 @@ def install_modal_standin(monkeypatch: pytest.MonkeyPatch) -> StandinState:
     for cls in (
         Error,
         InvalidError,
+        NotFoundError,
         SandboxFilesystemError,
         SandboxFilesystemNotFoundError,
         SandboxFilesystemIsADirectoryError,

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import socket
+import subprocess
 import sys
 
 import pytest
@@ -18,7 +20,9 @@ from evalrun.check import probes_for
 from evalrun.cli import compose_config, main
 from evalrun.errors import SandboxUnavailable, UsageError
 from evalrun.plan import build
-from evalrun.sandbox.modal import ModalBackend
+from evalrun.sandbox import modal as modal_backend
+from evalrun.sandbox.modal import ModalBackend, owner_tags
+from evalrun.sandbox.owner import current_owner, start_time
 from evalrun.tasks import load_task
 from tests.conftest import require_engine
 from tests.sandbox import modal_standin
@@ -45,7 +49,8 @@ def test_missing_credentials_stop_the_run_before_it_starts(no_credentials):
     assert caught.value.exit_code == 2
 
 
-def test_a_modal_toml_counts_as_credentials(no_credentials, monkeypatch, tmp_path):
+def test_a_modal_toml_counts_as_credentials(standin, no_credentials, monkeypatch, tmp_path):
+    """(Past the credentials, preflight lists sandboxes: here the stand-in answers.)"""
     config = tmp_path / "modal.toml"
     config.write_text('[default]\ntoken_id = "ak-x"\ntoken_secret = "as-x"\n')
     monkeypatch.setenv("MODAL_CONFIG_PATH", str(config))
@@ -77,10 +82,11 @@ def test_the_standin_matches_the_real_sdk_surface():
     def params(fn) -> set[str]:
         return set(inspect.signature(fn).parameters)
 
-    assert {"app", "image", "timeout", "block_network", "workdir", "cpu", "memory"} <= params(
-        _Sandbox.create
-    )
+    create_keywords = {"app", "image", "timeout", "block_network", "workdir", "cpu", "memory"}
+    assert create_keywords | {"tags"} <= params(_Sandbox.create)
     assert {"text", "timeout"} <= params(_Sandbox.exec)
+    assert {"app_id", "tags"} <= params(_Sandbox.list)  # the orphan sweep
+    assert hasattr(_Sandbox, "get_tags") and isinstance(modal.app._App.app_id, property)
     assert {"create_if_missing"} <= params(modal.app._App.lookup)
     assert {"python_version"} <= params(modal.image._Image.debian_slim)
     for name in ("read_bytes", "write_bytes"):
@@ -98,6 +104,8 @@ def test_the_standin_matches_the_real_sdk_surface():
         modal.App.lookup,
         modal.Sandbox.exec,
         modal.Sandbox.terminate,
+        modal.Sandbox.list,
+        modal.Sandbox.get_tags,
     ):
         assert callable(obj.aio)
     assert callable(modal.Image.debian_slim) and callable(modal.Image.from_registry)
@@ -177,4 +185,75 @@ def test_evalrun_check_on_modal_as_a_user_types_it(standin: StandinState, make_t
     # gold, untouched, wrong/off-by-one and every reward hack (modal is isolated: all of them)
     task = load_task(suite / "001-answer")  # no Python in its workspace: those hacks are skipped
     assert len(standin.sandboxes) == len(probes_for(task, True, has_python=False))
+    assert all(not s.root.exists() for s in standin.sandboxes)
+
+
+def test_owner_tags_are_tags_modal_accepts():
+    pytest.importorskip("modal", reason="the modal SDK is an optional extra")
+    from modal._utils.name_utils import check_tag_dict  # the SDK's own rule, before any request
+
+    check_tag_dict(owner_tags(current_owner(), keep=True))
+    check_tag_dict(owner_tags(f"{'h.' * 40}:{2**22}:?"))  # a long host, an unknown start time
+
+
+def dead_owner() -> str:
+    """The owner token of an evalrun process that was killed (a real process, now gone)."""
+    proc = subprocess.Popen(["sleep", "60"])
+    token = f"{socket.gethostname()}:{proc.pid}:{start_time(proc.pid)}"
+    proc.kill()
+    proc.wait()
+    return token
+
+
+def test_preflight_terminates_a_killed_runs_sandboxes_and_leaves_the_rest(
+    standin: StandinState, monkeypatch: pytest.MonkeyPatch
+):
+    """A killed run's sandbox is made by the backend as usual, under the owner token of a process
+    that is gone, and left open; the next run's preflight (on a loop and thread of its own, as
+    another Modal client would be) terminates it, and only it: a live run's, a kept one and
+    another host's stay."""
+    dead = dead_owner()
+    other_host = f"elsewhere:{dead.split(':', 1)[1]}"
+
+    left_open = []  # held: a context manager collected would close its sandbox
+
+    async def leave_open(owner: str, label: str, **conf) -> None:
+        with monkeypatch.context() as patch:
+            patch.setattr(modal_backend, "current_owner", lambda: owner)
+            left_open.append(ModalBackend(**conf).open(label))
+            await left_open[-1].__aenter__()  # never closed: its run died
+
+    async def body():
+        await leave_open(dead, "orphan")
+        await leave_open(dead, "kept", keep_workspaces=True)
+        await leave_open(other_host, "foreign")
+        async with ModalBackend().open("live") as live:
+            await asyncio.to_thread(ModalBackend().preflight)  # the next run, meanwhile
+            after_preflight = [s.running for s in standin.sandboxes]
+            still = await live.exec("echo still here")
+            await leave_open(dead, "another orphan")
+            removed = await asyncio.to_thread(ModalBackend().remove_orphans)
+        return after_preflight, still, removed
+
+    try:
+        after_preflight, still, removed = asyncio.run(body())
+    finally:
+        for sandbox in standin.sandboxes:
+            asyncio.run(sandbox.terminate.aio())
+    assert after_preflight == [False, True, True, True]  # orphan, kept, foreign, live
+    assert still.ok and still.stdout == "still here\n"
+    assert removed == 1  # the other orphan; the rest untouched again
+    tags = [s.spec["tags"] for s in standin.sandboxes]
+    assert tags[3] == owner_tags(current_owner()) and tags[1]["evalrun.keep"] == "1"
+
+
+def test_a_second_ctrl_c_terminates_the_open_sandboxes(standin: StandinState):
+    backend = ModalBackend()
+
+    async def body():
+        async with backend.open("one"), backend.open("two"):
+            backend.abandon()  # as `exit_now` calls it: synchronously, inside the run's loop
+            return [s.running for s in standin.sandboxes]
+
+    assert asyncio.run(body()) == [False, False]
     assert all(not s.root.exists() for s in standin.sandboxes)
