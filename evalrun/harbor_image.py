@@ -12,11 +12,13 @@ environment/ folder is the context). A task's prebuilt image (`docker_image`, no
 is used when the engine has it, else pulled; when it can be neither, planning skips the task
 with the reason (`TaskImages.unavailable`).
 
-The docker backend uses this through `TaskImages` (see `DockerBackend.open_in_image`):
+The docker backend uses this through `TaskImages` (see `DockerBackend.open`), naming the base
+at each call: the base a sample starts from can change during a run (an agent preset's install
+becomes a layer of it), and a task image built FROM an older base would lack what was added:
 
 ```python
-images = TaskImages(lambda: backend.client, backend.image)
-tag = await images.resolve(task_image)      # builds or finds it; raises SandboxError
+images = TaskImages(lambda: backend.client)
+tag = await images.resolve(task_image, base)  # builds or finds it; raises SandboxError
 ```
 """
 
@@ -172,11 +174,10 @@ class TaskImages:
     """Resolves task images for one backend: each built at most once per process, even when many
     samples of the task start at the same time; a failed build is remembered, not retried."""
 
-    def __init__(self, client: Callable[[], Any], base_image: str):
+    def __init__(self, client: Callable[[], Any]):
         self._client = client
-        self.base_image = base_image
-        self._done: dict[TaskImage, str | SandboxError] = {}
-        self._locks: dict[TaskImage, asyncio.Lock] = {}
+        self._done: dict[tuple[TaskImage, str], str | SandboxError] = {}
+        self._locks: dict[tuple[TaskImage, str], asyncio.Lock] = {}
         self._prebuilt: dict[str, str | None] = {}
 
     def unavailable(self, image: TaskImage) -> str | None:
@@ -200,17 +201,19 @@ class TaskImages:
             )
         return self._prebuilt[image.prebuilt]
 
-    async def resolve(self, image: TaskImage) -> str:
-        lock = self._locks.setdefault(image, asyncio.Lock())
+    async def resolve(self, image: TaskImage, base_image: str) -> str:
+        """`image`'s local tag: a Dockerfile built FROM `base_image`, or the prebuilt image."""
+        key = (image, base_image if image.context_dir is not None else "")
+        lock = self._locks.setdefault(key, asyncio.Lock())
         async with lock:
-            if image not in self._done:
+            if key not in self._done:
                 try:
-                    self._done[image] = await asyncio.to_thread(
-                        ensure_image, self._client(), image, self.base_image
+                    self._done[key] = await asyncio.to_thread(
+                        ensure_image, self._client(), image, base_image
                     )
                 except SandboxError as exc:
-                    self._done[image] = exc
-            result = self._done[image]
+                    self._done[key] = exc
+            result = self._done[key]
         if isinstance(result, SandboxError):
             raise SandboxError(str(result))
         return result

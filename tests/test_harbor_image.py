@@ -118,11 +118,11 @@ def test_a_build_that_needs_the_network_fails_with_its_log(docker_client, tmp_pa
     (context / "Dockerfile").write_text(
         "FROM ubuntu:24.04\nRUN python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 80), 2)'\n"
     )
-    images = TaskImages(lambda: docker_client, BASE_IMAGE)
+    images = TaskImages(lambda: docker_client)
     image = TaskImage("needs-network", context)
     for _ in range(2):  # the failure is remembered, not rebuilt
         with pytest.raises(SandboxError, match="building the image of task needs-network offline"):
-            asyncio.run(images.resolve(image))
+            asyncio.run(images.resolve(image, BASE_IMAGE))
 
 
 @pytest.mark.docker

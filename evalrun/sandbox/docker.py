@@ -403,16 +403,33 @@ class DockerBackend:
         self.owner_start = start_time(os.getpid()) or ""
         self._live: dict[str, Any] = {}  # container id -> container, for `abandon`
         self.live_mounts: list[str] = []  # host folders bound read-only (the gateway's sockets)
+        self.layer_folders: list[Path] = []  # host folders copied into every sample's image
+        self._layered: dict[str, str] = {}  # image -> it with `layer_folders`, for this process
+        self._layering = threading.Lock()  # one layer build at a time (samples start together)
 
     def add_read_only(self, paths: Sequence[Path], *, live: bool) -> None:
         """Live folders are bound read-only; others go into a derived image layer
-        (`evalrun.sandbox.layers`) that replaces `image` for every later container."""
+        (`evalrun.sandbox.layers`) on top of whatever image a later sample starts from: the
+        configured `image`, a task's image built FROM that layered image, or a task's prebuilt
+        image. The layer on `image` is built now, so a failure stops the run before it starts."""
         if live:
             self.live_mounts += [str(p) for p in paths if str(p) not in self.live_mounts]
             return
-        from evalrun.sandbox.layers import ensure_layer
+        self.layer_folders += [p for p in paths if p not in self.layer_folders]
+        self._layered.clear()
+        self.with_layer(self.image)
 
-        self.image = ensure_layer(self.client, self.image, list(paths))
+    def with_layer(self, image: str) -> str:
+        """`image` with `layer_folders` in it, built once (a no-op without folders). Blocking;
+        raises `SandboxUnavailable` when the image is missing or the build fails."""
+        if not self.layer_folders:
+            return image
+        with self._layering:
+            if image not in self._layered:
+                from evalrun.sandbox.layers import ensure_layer
+
+                self._layered[image] = ensure_layer(self.client, image, self.layer_folders)
+            return self._layered[image]
 
     @cached_property
     def client(self) -> Any:
@@ -616,17 +633,30 @@ class DockerBackend:
     async def open(
         self, label: str, spec: SandboxSpec = DEFAULT_SPEC
     ) -> AsyncIterator[DockerSandbox]:
-        """A sandbox as `spec` asks: in the task's own image (built offline FROM `self.image`
-        once per process, or a prebuilt one) when it has one, else in `self.image`."""
-        image = self.image
-        if spec.image is not None:
-            image = await self.task_images.resolve(spec.image)
+        """A sandbox as `spec` asks: in the task's own image when it has one, else in
+        `self.image`; either way with the agent's layer (`add_read_only`) in it."""
+        image = await self.sample_image(spec)
         async with self._open(label, image, spec) as box:
             yield box
 
+    async def sample_image(self, spec: SandboxSpec) -> str:
+        """The image a sample of `spec` starts from (raises `SandboxError`): a task's Dockerfile
+        is built FROM the layered `self.image` (so tasks share that layer), a prebuilt image gets
+        the layer on top of it; both once per process, and across runs while nothing changed."""
+        try:
+            base = await asyncio.to_thread(self.with_layer, self.image)
+            if spec.image is None:
+                return base
+            image = await self.task_images.resolve(spec.image, base)
+            if spec.image.context_dir is None:
+                image = await asyncio.to_thread(self.with_layer, image)
+            return image
+        except SandboxUnavailable as exc:
+            raise SandboxError(str(exc)) from exc
+
     @cached_property
     def task_images(self) -> TaskImages:
-        return TaskImages(lambda: self.client, self.image)
+        return TaskImages(lambda: self.client)
 
     @asynccontextmanager
     async def _open(

@@ -1,13 +1,14 @@
-"""A derived Docker image: the base image plus host folders at the same path, built once, offline.
+"""A derived Docker image: an image plus host folders at the same path, built once, offline.
 
 `sandbox=docker` shows an agent's install (read-only software: the CLI, its runtime) to its
 containers this way rather than with a bind mount, so the containers stay free of host mounts
-for everything but the gateway's socket folder. The image is made by starting nothing: a
-container is created from the base image, the folders are copied in with `put_archive` (files
-owned by root, modes kept) and the container is committed as
-`evalrun-layer:<digest>`, where the digest covers the base image's id and each folder's path and
-`installed.json` (which pins what the folder holds). An unchanged install on an unchanged base
-is never rebuilt, not even across runs.
+for everything but the gateway's socket folder. Every image a sample starts from gets it: the
+configured base (a task's Dockerfile is then built FROM that layered base) and a task's prebuilt
+`docker_image` alike (`DockerBackend.with_layer`). The image is made by starting nothing: a
+container is created from the image, the folders are copied in with `put_archive` (files owned
+by root, modes kept) and the container is committed as `evalrun-layer:<digest>`, where the
+digest covers the image's id and each folder's path and `installed.json` (which pins what the
+folder holds). An unchanged install on an unchanged image is never rebuilt, not even across runs.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def ensure_layer(client: Any, base_image: str, folders: Sequence[Path]) -> str:
     try:
         base_id = client.images.get(base_image).id
     except docker.errors.ImageNotFound as exc:
-        raise SandboxUnavailable(f"sandbox.image: {base_image!r} is not in the engine") from exc
+        raise SandboxUnavailable(f"image {base_image!r} is not in the Docker engine") from exc
     tag = layer_tag(base_id, folders)
     try:
         client.images.get(tag)
