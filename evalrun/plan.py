@@ -25,7 +25,7 @@ from omegaconf import DictConfig
 from omegaconf.errors import OmegaConfBaseException
 from rich.console import Console
 
-from evalrun.agents.base import Agent
+from evalrun.agents.base import Agent, RunScope
 from evalrun.bundled import PROBES_DIR, TASKS_DIR
 from evalrun.config import resolved_dict
 from evalrun.console import make_console, styled
@@ -366,6 +366,28 @@ def say_loading(warnings: list[str], skipped: list[SkippedTask]) -> None:
             console.print(f"  {warning}")
     for task in skipped:
         console.print(styled("[yellow]skipped[/] {} ({}):", task.task_id, task.kind), task.reason)
+
+
+def without_unhostable(plan: RunPlan, scope: RunScope) -> RunPlan:
+    """The plan without the tasks the prepared agent cannot run in (`RunScope.cannot_host`:
+    e.g. a prebuilt image with no python3 for an agent preset's gateway forwarder), each
+    skipped with its reason before any sample starts; a plan with nothing left is refused."""
+    kept: list[Task] = []
+    skipped: list[SkippedTask] = []
+    for task in plan.tasks:
+        spec = task.format.sandbox_spec
+        reason = None if spec.is_default else scope.cannot_host(spec)
+        if reason is None:
+            kept.append(task)
+        else:
+            skipped.append(SkippedTask(task.id, CANNOT_RUN, reason))
+    if not skipped:
+        return plan
+    if not kept:
+        lines = "\n".join(f"  {task.task_id}: {task.reason}" for task in skipped)
+        raise UsageError(f"agent={plan.agent.name} can run none of the selected tasks:\n{lines}")
+    say_loading([], skipped)
+    return replace(plan, tasks=tuple(kept), skipped=(*plan.skipped, *skipped))
 
 
 def with_run_dir(plan: RunPlan, run_dir: Path) -> RunPlan:

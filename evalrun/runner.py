@@ -21,7 +21,15 @@ from evalrun.console import make_console, styled
 from evalrun.engine import EXIT_INTERRUPTED, execute, exit_now
 from evalrun.errors import UsageError
 from evalrun.gate import print_verdict
-from evalrun.plan import EXIT_UNLOADABLE, RunPlan, build, cell_key, say_skipped, with_run_dir
+from evalrun.plan import (
+    EXIT_UNLOADABLE,
+    RunPlan,
+    build,
+    cell_key,
+    say_skipped,
+    with_run_dir,
+    without_unhostable,
+)
 from evalrun.records import SampleRecord
 from evalrun.redact import MIN_SCRUB_CHARS
 from evalrun.sandbox.base import SandboxBackend
@@ -141,6 +149,7 @@ def _run_plan(plan: RunPlan, console: Console, overrides: list[str] | None) -> i
     refuse_incompatible_resume(plan)
     warn_unscrubbed(plan, console)
     with plan.agent.prepared(plan.backend) as scope:  # installs, the model gateway: run-long
+        plan = without_unhostable(plan, scope)
         return _execute_and_report(plan, console, overrides, scope)
 
 

@@ -9,16 +9,19 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from evalrun.records import AgentResult
-from evalrun.sandbox.base import Sandbox, SandboxBackend
+from evalrun.sandbox.base import Sandbox, SandboxBackend, SandboxSpec
 from evalrun.tasks import Task
 
 
 @dataclass(frozen=True)
 class RunScope:
     """What an agent's run-long preparation hands the runner: `stop_reason()` says why no new
-    sample may start (a run budget reached), or None."""
+    sample may start (a run budget reached), or None; `cannot_host(spec)` says why the agent
+    cannot run in a sandbox of a task's `spec` at all (e.g. a task's prebuilt image lacks what
+    the agent needs), or None - asked once per task before the first sample."""
 
     stop_reason: Callable[[], str | None] = lambda: None
+    cannot_host: Callable[[SandboxSpec], str | None] = lambda spec: None
 
 
 class Agent(Protocol):

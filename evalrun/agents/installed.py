@@ -41,12 +41,12 @@ from typing import Any
 from evalrun.agents.base import RunScope, progress
 from evalrun.agents.command import _read_optional, _scratch_folder
 from evalrun.agents.install import Installed, Package, ensure_installed, installed
-from evalrun.errors import HarnessError, RunBudgetReached, UsageError, bad_value
+from evalrun.errors import HarnessError, RunBudgetReached, SandboxError, UsageError, bad_value
 from evalrun.gateway.ledger import Account, Budget, Ledger
 from evalrun.gateway.server import Gateway, Session, Upstream
 from evalrun.providers import Provider
 from evalrun.records import AgentResult, ToolCall
-from evalrun.sandbox.base import Sandbox, SandboxBackend
+from evalrun.sandbox.base import DEFAULT_SPEC, Sandbox, SandboxBackend, SandboxSpec
 from evalrun.sandbox.output import tail_text
 from evalrun.tasks import Task
 
@@ -126,6 +126,7 @@ class InstalledAgent:
         self._gateway: Gateway | None = None
         self._install: Installed | None = None
         self._runtime: list[str] = []
+        self._hosts: dict[str, str | None] = {}  # prebuilt image -> why it cannot host us
 
     # --- what a preset says -----------------------------------------------------------------
     def package(self) -> Package:
@@ -188,10 +189,33 @@ class InstalledAgent:
             backend.add_read_only([gateway.folder], live=True)
             self._gateway = gateway
             try:
-                asyncio.run(self._check_in_sandbox(backend))
-                yield RunScope(stop_reason=lambda: ledger.run_stopped)
+                problem = asyncio.run(self._check_in_sandbox(backend, DEFAULT_SPEC))
+                if problem:
+                    raise UsageError(f"agent={self.name}: {problem}")
+                yield RunScope(
+                    stop_reason=lambda: ledger.run_stopped,
+                    cannot_host=lambda spec: self._cannot_host(backend, spec),
+                )
             finally:
                 self._gateway = None
+                self._hosts.clear()
+
+    def _cannot_host(self, backend: SandboxBackend, spec: SandboxSpec) -> str | None:
+        """Why a task's prebuilt image cannot host this agent (its CLI and the gateway
+        forwarder, e.g. no python3 or no bash in it), proven in one sandbox per image; None
+        for every other spec (a Dockerfile task is built FROM the base that hosts it)."""
+        image = spec.image
+        if image is None or image.prebuilt is None or image.context_dir is not None:
+            return None
+        if image.prebuilt not in self._hosts:
+            problem = asyncio.run(self._check_in_sandbox(backend, spec))
+            if problem:  # the launcher's own words when it said why, on one line
+                said = problem.rpartition("evalrun: ")[2]
+                problem = " ".join(said.splitlines()[0].split())[:300]
+            self._hosts[image.prebuilt] = problem and (
+                f"agent={self.name} cannot run in its image {image.prebuilt!r}: {problem}"
+            )
+        return self._hosts[image.prebuilt]
 
     def _launch(self, scratch: str, workdir: str) -> Launch:
         assert self._install is not None
@@ -221,16 +245,20 @@ class InstalledAgent:
     def _env(self) -> dict[str, str]:
         return {**self.env_defaults, **self.env}
 
-    async def _check_in_sandbox(self, backend: SandboxBackend) -> None:
+    async def _check_in_sandbox(self, backend: SandboxBackend, spec: SandboxSpec) -> str | None:
+        """Why the CLI does not answer at the pinned version, or the gateway not through the
+        in-sandbox forwarder, in a sandbox of `spec` (None: both do)."""
         assert self._gateway is not None
         session = self._gateway.open("preflight")
         try:
-            async with backend.open(f"{self.name}-preflight") as box:
+            async with backend.open(f"{self.name}-preflight", spec) as box:
                 head, launch = await self._start(box, session, "preflight")
                 check = f"{self.version_command(launch)} && {HEALTH}"
                 result = await box.exec(
                     f"{head} {shlex.quote(check)}", env=self._env(), timeout_s=120
                 )
+        except SandboxError as exc:
+            return f"a sandbox={backend.name} sandbox did not start: {exc}"
         finally:
             self._gateway.close(session)
         said = f"{result.stdout}\n{result.stderr}".strip()
@@ -239,15 +267,16 @@ class InstalledAgent:
             if "Out of memory" in said and backend.name == "bwrap":
                 hint = " (node reserves more address space than sandbox.memory_mb allows: "
                 hint += "run with sandbox.memory_mb=null)"
-            raise UsageError(
-                f"agent={self.name}: preflight in a sandbox={backend.name} sandbox failed "
+            return (
+                f"preflight in a sandbox={backend.name} sandbox failed "
                 f"(exit {result.exit_code}): {tail_text(said, 600)}{hint}"
             )
         if self.version not in result.stdout or "evalrun-gateway ok" not in result.stdout:
-            raise UsageError(
-                f"agent={self.name}: expected version {self.version} and an answering gateway "
-                f"in the sandbox, got: {tail_text(said, 600)}"
+            return (
+                f"expected version {self.version} and an answering gateway in the sandbox, "
+                f"got: {tail_text(said, 600)}"
             )
+        return None
 
     # --- one sample -------------------------------------------------------------------------
     async def run(self, task: Task, sandbox: Sandbox) -> AgentResult:

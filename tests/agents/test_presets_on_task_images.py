@@ -3,7 +3,8 @@
 The agent's install (a derived image layer) and the gateway's socket must reach every sample's
 container whatever image the task brings: one built from its environment/Dockerfile and one
 named by `docker_image`, in the same run (the prebuilt task makes planning look at images before
-the agent is prepared). Claude Code, the real pinned CLI, against the local Anthropic stand-in
+the agent is prepared); a third task's prebuilt image has no python3, which the gateway's
+in-sandbox forwarder needs, and is skipped with that reason before any sample. Claude Code, the real pinned CLI, against the local Anthropic stand-in
 (tests/api_standins.py); no live provider is called.
 """
 
@@ -24,9 +25,30 @@ FIX = "sed -i s/Invlaid/Invalid/g notes/settings.py"
 MODEL = "claude-sonnet-4-5"
 
 
+NO_PYTHON = "evalrun-test/no-python3:1"
+
+
+def build_image_without_python(base: str) -> None:
+    """A prebuilt image as a suite might name one: the base image with python3 removed."""
+    import io
+
+    import docker
+
+    dockerfile = f"FROM {base}\nRUN rm -f /usr/bin/python3*\n"
+    client = docker.from_env()
+    client.images.build(
+        fileobj=io.BytesIO(dockerfile.encode()),
+        tag=NO_PYTHON,
+        pull=False,
+        network_mode="none",
+        rm=True,
+    )
+
+
 @pytest.mark.docker
 def test_a_preset_runs_in_a_dockerfile_image_and_in_a_prebuilt_one(request, tmp_path, monkeypatch):
-    build_backend("docker", request)  # skip here, or fail in CI, when the engine is missing
+    backend = build_backend("docker", request)  # skip, or fail in CI, without the engine
+    build_image_without_python(backend.image)
     monkeypatch.setenv(KEY_VAR, SECRET)
     suite = tmp_path / "suite"
     shutil.copytree(SUITE, suite)
@@ -37,6 +59,10 @@ def test_a_preset_runs_in_a_dockerfile_image_and_in_a_prebuilt_one(request, tmp_
         )
     by_task = {r.task_id: r for r in done.records}
     assert sorted(by_task) == ["own-dockerfile", "prebuilt"], done.console
+    assert (
+        "no-python (cannot run): agent=claude_code cannot run in its image "
+        f"'{NO_PYTHON}': no python3 in the sandbox for the gateway forwarder"
+    ) in " ".join(done.console.split()), done.console
     for rec in by_task.values():
         assert rec.outcome == "pass", (rec.task_id, rec.reason, rec.agent.error)
         assert [s.name for s in rec.agent.trajectory] == ["Bash"]
