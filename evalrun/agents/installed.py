@@ -15,7 +15,9 @@ plus one YAML in conf/agent/ (`_target_` and the pinned `version`). Everything e
 - `prepared(backend)` (once per run, before the first sample): the provider's key variable is
   set, the CLI is in the host cache (installed on first use), the gateway runs, the backend shows
   the install and the gateway's socket folder read-only, and one throwaway sandbox proves the CLI
-  answers at the pinned version and the gateway answers through the in-sandbox forwarder.
+  answers at the pinned version and the gateway answers through the in-sandbox forwarder. The
+  same proof runs once in each task's prebuilt image (`RunScope.cannot_host`): a task whose
+  image cannot host the agent (no python3, no bash) is skipped with the reason, before any sample.
 - `run(task, sandbox)`: a socket of the sample's own on the gateway; a scratch folder with the
   prompt, the forwarder and a launcher; the launcher starts the forwarder and runs the command
   with the gateway's loopback URL in `$EVALRUN_GATEWAY_URL`; the native log is converted; usage

@@ -31,7 +31,8 @@ one that must be local or pullable), its workspace at another absolute path (als
 container gets `network_mode=none` whatever `network` says), the network (only when `network`
 names one), its own `cpus` and `memory_mb` (replacing the configured limits), variables every
 command sees, and the user commands run as (a name or uid in the image; the verifier may run as
-another, `exec(..., user=...)`).
+another, `exec(..., user=...)`). An agent's install (`add_read_only`) is a derived layer under
+every one of these images alike (`sample_image`).
 
 Every container carries the label `evalrun=1` and its owner (`<host>:<pid>` plus the process's
 start time) and is removed when its sample ends, also on cancellation and Ctrl-C; a second Ctrl-C

@@ -23,8 +23,6 @@ from tests.sandbox.conftest import build_backend
 SUITE = REPO / "tests" / "fixtures" / "harbor-agent"
 FIX = "sed -i s/Invlaid/Invalid/g notes/settings.py"
 MODEL = "claude-sonnet-4-5"
-
-
 NO_PYTHON = "evalrun-test/no-python3:1"
 
 
