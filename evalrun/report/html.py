@@ -87,9 +87,12 @@ class Step:
 
 def step_view(step: ToolCall) -> Step:
     """Short arguments inline, long ones (a file's new content) as blocks; tokens when known."""
-    tokens = ""
-    if step.input_tokens is not None or step.output_tokens is not None:
-        tokens = f"{step.input_tokens or 0:,} in / {step.output_tokens or 0:,} out tokens"
+    counts = [
+        f"{count:,} {side}"
+        for count, side in ((step.input_tokens, "in"), (step.output_tokens, "out"))
+        if count is not None
+    ]
+    tokens = f"{' / '.join(counts)} tokens" if counts else ""  # an unknown side is left out, not 0
     view = Step(step.name, step.duration_s, clean_text(step.error), tokens)
     if step.args:
         line = json.dumps(step.args, ensure_ascii=False, default=str)

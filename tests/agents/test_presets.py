@@ -16,12 +16,15 @@ import pytest
 
 from evalrun.agents.presets.aider import Aider
 from evalrun.agents.presets.claude_code import ClaudeCode
+from evalrun.agents.presets.codex import Codex
 from evalrun.agents.presets.gemini_cli import GeminiCli
+from evalrun.agents.presets.mini_swe_agent import MiniSweAgent
 from evalrun.agents.presets.opencode import Opencode
 from evalrun.engine import Limits, attempt_sample
 from evalrun.errors import UsageError
 from evalrun.pricing import litellm_price
 from evalrun.providers import Provider
+from evalrun.report.html import step_view
 from evalrun.sandbox.local import LocalBackend
 from evalrun.tasks import load_task
 from tests.agents.conftest import FIXTURES, run_eval
@@ -232,6 +235,35 @@ def test_aider_chat_history_converts_to_the_common_trajectory():
     assert [(s.name, s.args) for s in converted.trajectory] == [("edit", {"path": "settings.py"})]
     assert converted.output.startswith("I will fix the typo.")
     assert 'print("Invalid")' in converted.output
+
+
+# Logs recorded from the real pinned CLIs (host, against tests/api_standins.py) whose model calls
+# reported prompt/output tokens of 1200/35 (1000 of the prompt cached), 1500/48, then 1700/12.
+# A format that gives per-step usage puts each call's tokens on its first step; one that gives
+# only run totals (codex, gemini_cli) or rounded figures (aider) leaves every step's unknown.
+STEP_TOKENS = [
+    (ClaudeCode, "claude_code.jsonl", [(1200, None), (1500, None)]),  # output: a placeholder
+    (Opencode, "opencode_steps.jsonl", [(1200, 35), (1500, 48)]),  # the 1700 call asked no tool
+    (MiniSweAgent, "mini_swe_agent.json", [(1200, 35), (1500, 48), (1700, 12)]),
+    (Codex, "codex.jsonl", [(None, None), (None, None)]),
+    (GeminiCli, "gemini_cli.jsonl", [(None, None)]),
+    (Aider, "aider.md", [(None, None)]),
+]
+
+
+@pytest.mark.parametrize(("preset", "log", "expected"), STEP_TOKENS, ids=lambda v: str(v))
+def test_each_step_carries_the_tokens_its_model_call_reported(preset, log, expected):
+    converted = preset("0", _provider("x")).convert((NATIVE / log).read_text())
+    assert [(s.input_tokens, s.output_tokens) for s in converted.trajectory] == expected
+
+
+def test_the_report_shows_a_preset_step_as_it_shows_a_coder_step():
+    steps = Opencode("0", _provider("x")).convert((NATIVE / "opencode_steps.jsonl").read_text())
+    assert step_view(steps.trajectory[0]).tokens == "1,200 in / 35 out tokens"
+    steps = ClaudeCode("0", _provider("x")).convert((NATIVE / "claude_code.jsonl").read_text())
+    assert step_view(steps.trajectory[1]).tokens == "1,500 in tokens"  # no made-up 0 out
+    steps = Codex("0", _provider("x")).convert((NATIVE / "codex.jsonl").read_text())
+    assert step_view(steps.trajectory[0]).tokens == ""
 
 
 def test_agents_list_names_every_preset_and_install_refuses_an_unknown_one():

@@ -6,7 +6,9 @@ the sandbox's python3. It calls its model through litellm's Chat Completions pat
 as `openai/<model>` with `OPENAI_API_BASE` at the gateway. Git commits, update checks and
 analytics are off. aider edits files through its diff format rather than tool calls, so its
 native log is its chat history file: each `Applied edit to <file>` becomes an `edit` step, each
-`Running <command>` a `shell` step, and its last reply is the answer.
+`Running <command>` a `shell` step, and its last reply is the answer. Its `> Tokens: 1.2k sent,
+...` lines are not put on steps: aider rounds counts over 999 to hundreds or thousands and, when
+the API gave no usage, prints its own tokenizer's estimate; the gateway meters the exact total.
 """
 
 from __future__ import annotations

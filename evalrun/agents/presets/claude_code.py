@@ -6,6 +6,12 @@ points it at the gateway. Permissions are off (`--dangerously-skip-permissions`,
 allows as root only with `IS_SANDBOX=1`), auto-update and non-essential traffic are off. Its
 native log is `--output-format stream-json --verbose`: assistant `tool_use` blocks, user
 `tool_result` blocks, and a final `result` message whose text is the answer.
+
+Each assistant event repeats its API message's `usage`, which Claude Code takes from the stream's
+`message_start`: the prompt counts there are final (the first tool call of that message gets
+input + cache read + cache creation tokens), but `output_tokens` is the stream's opening
+placeholder (1 in every recorded log), so a step's output tokens stay unknown; the run's total
+comes exact from the gateway.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ from datetime import datetime
 
 from evalrun.agents.install import Package
 from evalrun.agents.installed import GATEWAY_KEY, Converted, InstalledAgent, Launch
-from evalrun.agents.presets.native import json_lines, mapping, result_text, sequence
+from evalrun.agents.presets.native import count, json_lines, mapping, result_text, sequence
 from evalrun.records import ToolCall
 
 
@@ -56,6 +62,7 @@ class ClaudeCode(InstalledAgent):
     def convert(self, native: str) -> Converted:
         converted = Converted()
         pending: dict[str, tuple[ToolCall, float | None]] = {}
+        credited: set[str] = set()  # API messages whose tokens are on a step already
         for event in json_lines(native, converted.notes):
             kind = event.get("type")
             message = mapping(event.get("message"))
@@ -65,6 +72,14 @@ class ClaudeCode(InstalledAgent):
                     if isinstance(block, dict) and block.get("type") == "tool_use":
                         args = mapping(block.get("input"))
                         step = ToolCall(name=str(block.get("name") or "tool"), args=args)
+                        if str(message.get("id")) not in credited:
+                            credited.add(str(message.get("id")))
+                            usage = mapping(message.get("usage"))
+                            step.input_tokens = count(
+                                usage.get("input_tokens"),
+                                usage.get("cache_read_input_tokens"),
+                                usage.get("cache_creation_input_tokens"),
+                            )
                         converted.trajectory.append(step)
                         pending[str(block.get("id"))] = (step, _seconds(event.get("timestamp")))
             elif kind == "user":

@@ -8,6 +8,8 @@ codex's own sandbox are off (`--dangerously-bypass-approvals-and-sandbox`): eval
 the sandbox. Its native log is the `--json` event stream: `item.completed` events for command
 executions, file changes and tool calls, and `agent_message`s, the last of which is the answer;
 `error` items are notices (e.g. no metadata for an unknown model), `turn.failed` is a failure.
+The log's only token counts are `turn.completed`'s, summed over every model call of the run, so
+its steps carry no tokens of their own (the gateway meters the run's total).
 """
 
 from __future__ import annotations

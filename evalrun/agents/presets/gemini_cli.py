@@ -6,7 +6,8 @@ so it needs `provider=google` (the preset's default): `GOOGLE_GEMINI_BASE_URL` p
 gateway and `~/.gemini/settings.json` selects API-key auth (the key it holds is a placeholder;
 the gateway adds the real one). Telemetry and usage statistics are off. Its native log is
 `--output-format stream-json`: `tool_use` / `tool_result` events and assistant `message`
-deltas, joined into the answer.
+deltas, joined into the answer. Its only token counts are the final `result`'s run totals, so
+its steps carry no tokens of their own (the gateway meters the run's total).
 """
 
 from __future__ import annotations

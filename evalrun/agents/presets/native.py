@@ -50,6 +50,14 @@ def sequence(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+def count(*parts: Any) -> int | None:
+    """The sum of a usage record's token counts, or None when its first (main) count is missing:
+    a per-step figure is reported only when the log gave it, never made up."""
+    if not parts or not isinstance(parts[0], int) or isinstance(parts[0], bool):
+        return None
+    return sum(p for p in parts if isinstance(p, int) and not isinstance(p, bool))
+
+
 def arguments(raw: Any) -> dict[str, Any]:
     if isinstance(raw, dict):
         return raw
@@ -63,7 +71,11 @@ def arguments(raw: Any) -> dict[str, Any]:
 
 
 def from_chat_messages(messages: list[Any]) -> Converted:
-    """OpenAI-chat-style messages (assistant `tool_calls`, `tool` results) -> steps + answer."""
+    """OpenAI-chat-style messages (assistant `tool_calls`, `tool` results) -> steps + answer.
+
+    An assistant message that kept its model response (mini-swe-agent's `extra.response`) gives
+    that response's Chat Completions usage to its first tool call; `prompt_tokens` already
+    counts cached tokens."""
     steps: dict[str, ToolCall] = {}
     order: list[ToolCall] = []
     output = ""
@@ -74,13 +86,17 @@ def from_chat_messages(messages: list[Any]) -> Converted:
         if role == "assistant":
             if isinstance(message.get("content"), str) and message["content"].strip():
                 output = message["content"]
-            for call in message.get("tool_calls") or []:
-                function = call.get("function") or {}
+            usage = mapping(mapping(mapping(message.get("extra")).get("response")).get("usage"))
+            for n, call in enumerate(sequence(message.get("tool_calls"))):
+                function = mapping(mapping(call).get("function"))
                 step = ToolCall(
                     name=str(function.get("name") or "tool"),
                     args=arguments(function.get("arguments")),
                 )
-                steps[str(call.get("id"))] = step
+                if n == 0:
+                    step.input_tokens = count(usage.get("prompt_tokens"))
+                    step.output_tokens = count(usage.get("completion_tokens"))
+                steps[str(mapping(call).get("id"))] = step
                 order.append(step)
         elif role == "tool":
             answered = steps.get(str(message.get("tool_call_id")))

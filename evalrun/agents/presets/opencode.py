@@ -5,7 +5,10 @@ provider works: a config file (`OPENCODE_CONFIG`) declares a provider `evalrun` 
 `@ai-sdk/openai-compatible` (bundled in the binary, so nothing is fetched) whose base URL is the
 gateway (`{env:EVALRUN_GATEWAY_URL}`), and allows edits and bash without asking. Model-list
 fetching, auto-update and sharing are off. Its native log is the `--format json` event stream:
-`tool_use` parts (tool, input, output, timing) and `text` parts, the last of which is the answer.
+`tool_use` parts (tool, input, output, timing) and `text` parts, the last of which is the answer;
+each model call ends in a `step_finish` part whose `tokens` go on that call's first tool step
+(opencode keeps cached prompt tokens and reasoning apart, so they are added back: prompt =
+input + cache read + cache write, output = output + reasoning, as the API counted them).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import shlex
 
 from evalrun.agents.install import Package
 from evalrun.agents.installed import GATEWAY_KEY, Converted, InstalledAgent, Launch
-from evalrun.agents.presets.native import json_lines, mapping, result_text
+from evalrun.agents.presets.native import count, json_lines, mapping, result_text
 from evalrun.records import ToolCall
 
 
@@ -61,10 +64,16 @@ class Opencode(InstalledAgent):
 
     def convert(self, native: str) -> Converted:
         converted = Converted()
+        first: dict[str, ToolCall] = {}  # a model call's (messageID's) first tool step
         for event in json_lines(native, converted.notes):
             part = mapping(event.get("part"))
             if event.get("type") == "text" and part.get("text"):
                 converted.output = str(part["text"])
+            elif event.get("type") == "step_finish" and str(part.get("messageID")) in first:
+                step, tokens = first.pop(str(part.get("messageID"))), mapping(part.get("tokens"))
+                cache = mapping(tokens.get("cache"))
+                step.input_tokens = count(tokens.get("input"), cache.get("read"), cache.get("write"))
+                step.output_tokens = count(tokens.get("output"), tokens.get("reasoning"))
             elif event.get("type") == "tool_use":
                 state = mapping(part.get("state"))
                 timing = mapping(state.get("time"))
@@ -75,13 +84,13 @@ class Opencode(InstalledAgent):
                     else None
                 )
                 failed = state.get("status") == "error"
-                converted.trajectory.append(
-                    ToolCall(
-                        name=str(part.get("tool") or "tool"),
-                        args=mapping(state.get("input")),
-                        result=result_text(state.get("output") or state.get("error")),
-                        duration_s=duration,
-                        error=result_text(state.get("error")) if failed else None,
-                    )
+                step = ToolCall(
+                    name=str(part.get("tool") or "tool"),
+                    args=mapping(state.get("input")),
+                    result=result_text(state.get("output") or state.get("error")),
+                    duration_s=duration,
+                    error=result_text(state.get("error")) if failed else None,
                 )
+                converted.trajectory.append(step)
+                first.setdefault(str(part.get("messageID")), step)
         return converted
