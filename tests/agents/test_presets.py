@@ -68,6 +68,15 @@ SCRIPTS = {
 }
 
 
+# What the report prints beside a run's first step: the tokens of the model call that asked for
+# it (the stand-in's default 100 prompt / 20 output), as far as the agent's native log tells them.
+FIRST_STEP_TOKENS = {
+    "claude_code": "100 in tokens",
+    "codex": None,
+    "mini_swe_agent": "100 in / 20 out tokens",
+}
+
+
 def overrides(agent: str, backend: str, url: str, model: str, *extra: str) -> list[str]:
     return [
         f"agent={agent}",
@@ -103,6 +112,10 @@ def test_agent_fixes_a_task_through_the_gateway_with_no_key_inside(
     assert len(trajectory) >= 2
     assert "key-absent" in trajectory[0].result, trajectory[0]
     assert "Invlaid" in str(trajectory[1].args)
+    page = (done.run_dir / "report.html").read_text()
+    shown = FIRST_STEP_TOKENS[agent]
+    assert (shown is None) == ('<span class="tokens">' not in page)
+    assert shown is None or f'<span class="tokens">{shown}</span>' in page
     totals = server.totals()
     usage = rec.agent.usage
     assert (usage.requests, usage.input_tokens, usage.output_tokens) == (

@@ -70,10 +70,10 @@ class Opencode(InstalledAgent):
             if event.get("type") == "text" and part.get("text"):
                 converted.output = str(part["text"])
             elif event.get("type") == "step_finish" and str(part.get("messageID")) in first:
-                step, tokens = first.pop(str(part.get("messageID"))), mapping(part.get("tokens"))
-                cache = mapping(tokens.get("cache"))
-                step.input_tokens = count(tokens.get("input"), cache.get("read"), cache.get("write"))
-                step.output_tokens = count(tokens.get("output"), tokens.get("reasoning"))
+                step, used = first.pop(str(part.get("messageID"))), mapping(part.get("tokens"))
+                cache = mapping(used.get("cache"))
+                step.input_tokens = count(used.get("input"), cache.get("read"), cache.get("write"))
+                step.output_tokens = count(used.get("output"), used.get("reasoning"))
             elif event.get("type") == "tool_use":
                 state = mapping(part.get("state"))
                 timing = mapping(state.get("time"))
