@@ -52,8 +52,12 @@ class SweepSummary(Callback):
         if not sweep_dir.is_dir():
             return
         from evalrun.console import make_console
+        from evalrun.runlog import sweep_jobs
         from evalrun.sweep import write_sweep_summary
 
+        if not sweep_jobs(sweep_dir):  # a dry sweep: each job printed its plan and ran nothing
+            make_console().print("dry run: no sweep summary or page (no job ran)")
+            return
         sweep = write_sweep_summary(sweep_dir, make_console(wide=True))
         codes = [(job["gate"] or {}).get("exit_code", 0) for job in sweep["jobs"]]
         _gate_exit_codes.append(max(codes, default=0))

@@ -309,7 +309,9 @@ def _run_job(cfg: DictConfig) -> None:
 
             _console().print(job_header(hydra_cfg.job.num, overrides), soft_wrap=True)
         _exit_codes.append(run(cfg, _console(), overrides=overrides))
-        if multirun:  # the sweep page covers the jobs so far; its path is printed at the end
+        # The sweep page covers the jobs so far (its path is printed at the end); a dry run
+        # leaves no job folder, so a dry sweep has no page.
+        if multirun and not cfg.dry_run:
             from evalrun.report.sweep_html import render_sweep_html
 
             render_sweep_html(Path(hydra_cfg.sweep.dir))

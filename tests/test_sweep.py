@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -39,6 +42,24 @@ def test_two_job_multirun_writes_a_sweep_summary(make_task, tmp_path):
     assert "oracle" in table and "noop" in table and "1.000" in table and "0.000" in table
     assert "judges: no judge scores in these jobs" in proc.stdout
     assert f"sweep summary: {sweep_dir / SWEEP_FILE}" in proc.stdout
+
+
+def test_a_dry_run_sweep_prints_every_jobs_plan_and_leaves_nothing(tmp_path):
+    """The issue-19 command as typed, from an empty folder: no job folder is written, so there
+    is no sweep page to draw - and that is no error."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "evalrun.cli", "-m", "agent=oracle,noop",
+         "ids=[001-fizzbuzz-off-by-one]", "dry_run=true"],
+        capture_output=True, text=True, cwd=tmp_path, env={**os.environ, "COLUMNS": "200"},
+        timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "job 0: agent=oracle" in proc.stdout and "job 1: agent=noop" in proc.stdout
+    assert proc.stdout.count("001-fizzbuzz-off-by-one") == 2  # each job's plan
+    assert proc.stdout.count("dry run: nothing was run") == 2
+    assert "no sweep summary or page (no job ran)" in proc.stdout
+    assert "error" not in proc.stderr
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
 
 
 def test_joblib_launcher_runs_jobs_in_parallel_processes_and_a_broken_gate_fails(
