@@ -398,15 +398,26 @@ def expand_resume(args: list[str]) -> list[str]:
     return [*run.replayed_overrides(rest), *rest, f"run_dir={run_dir}"]
 
 
-OPEN_MAPPINGS = ("agent.env.", "agent.kwargs.", "agent.model_settings.", "provider.headers_env.")
+OPEN_MAPPINGS = (
+    "agent.env",
+    "agent.kwargs",
+    "agent.model_settings",
+    "provider.headers_env",
+    "profile.floors",
+    "profile.ceilings",
+    "profile.max_drop",
+)
 
 
 def open_mapping_overrides(args: list[str]) -> list[str]:
-    """`agent.env.NAME=value` adds a key to a free-form mapping: Hydra wants `++` for that."""
-    return [
-        f"++{arg}" if arg.startswith(OPEN_MAPPINGS) and "=" in arg.split(".", 2)[-1] else arg
-        for arg in args
-    ]
+    """`agent.env.NAME=value` and `profile.floors={pass@1: 0.8}` add keys to a free-form mapping
+    (merged into what it holds): Hydra wants `++` for that, so it is given here."""
+
+    def opens_a_mapping(arg: str) -> bool:
+        key, equals, _ = arg.partition("=")
+        return bool(equals) and any(key == m or key.startswith(m + ".") for m in OPEN_MAPPINGS)
+
+    return [f"++{arg}" if opens_a_mapping(arg) else arg for arg in args]
 
 
 def main(argv: list[str] | None = None) -> None:

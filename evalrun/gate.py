@@ -53,6 +53,7 @@ from evalrun.metric_table import (
     parse_metric,
 )
 from evalrun.stats import ALPHA, Estimate, fisher_exact
+from evalrun.usage import BOUND_EXAMPLE
 
 if TYPE_CHECKING:  # the summary's models load with the first summary read, not with a profile
     from rich.console import Console
@@ -393,7 +394,7 @@ def gate_command(args: list[str], compose: Callable[[list[str]], Any], console: 
         "Gate a run that has ended on a threshold profile (exit 1 when one is broken).",
         overrides=True,
         epilog="overrides: profile=<name> (conf/profile/), baseline=<run-dir> (for max_drop), "
-        "+profile.floors.pass@1=0.8, ...",
+        f"{BOUND_EXAMPLE} (a bound merged into the profile), ...",
     )
     parser.add_argument("run_dir", metavar="<run-dir>", type=Path, help="the run to gate")
     parser.add_argument(
@@ -409,7 +410,7 @@ def gate_command(args: list[str], compose: Callable[[list[str]], Any], console: 
         raise UsageError(
             f"gate: nothing to check: pass profile=<name> (profile={profile.name} has no "
             f"thresholds; available: {', '.join(_profile_names()) or 'none'}), or add one, "
-            "e.g. +profile.floors.pass@1=0.8"
+            f"e.g. {BOUND_EXAMPLE}"
         )
     from evalrun.runlog import read_summary
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import suppress
 from dataclasses import fields, is_dataclass
@@ -34,6 +35,10 @@ from typing import Any
 from evalrun.errors import UsageError
 
 SCHEMA_SUFFIX = "_schema"
+# A threshold bound given on the command line. A metric name ('@') cannot be part of a Hydra key,
+# only a key inside a mapping value, so this is the form that reads (quoted for the shell); the
+# CLI merges it into the chosen profile (`evalrun.cli.open_mapping_overrides`).
+BOUND_EXAMPLE = "'profile.floors={pass@1: 0.8}'"
 ADD_HINT = (
     "'+' adds an entry only to a free-form mapping such as +agent.env.NAME=value; "
     "`evalrun --cfg job` shows every key"
@@ -241,6 +246,9 @@ def refuse_additions(cfg: Any, overrides: Sequence[str], groups: Iterable[str]) 
         parent = OmegaConf.select(cfg, parent_key) if parent_key else cfg
         if isinstance(parent, DictConfig) and OmegaConf.get_type(parent) is dict:
             continue  # agent.env, agent.kwargs, provider.headers_env, profile.floors, ...
+        target = OmegaConf.select(cfg, key)
+        if isinstance(target, DictConfig) and OmegaConf.get_type(target) is dict:
+            continue  # +profile.floors={pass@1: 0.8}: entries merged into such a mapping
         schema = OmegaConf.get_type(parent) if isinstance(parent, DictConfig) else None
         raise unknown_key(key, _schema_keys(schema), hint=ADD_HINT)
 
@@ -274,6 +282,17 @@ def from_hydra(exc: BaseException) -> UsageError:
             return no_such_option(group, option, exc.options)
         return UsageError(f"config '{exc.missing_cfg_file}' not found")
     if isinstance(exc, OverrideParseException):
+        key = str(exc.override).lstrip("+~").partition("=")[0]
+        if "^" in str(exc.override):  # pass^k: no form of Hydra's grammar reads a '^'
+            return UsageError(
+                f"cannot read the override for '{key}': '^' (pass^k) cannot be written in an "
+                "override; put that bound in a profile file (conf/profile/<name>.yaml)"
+            )
+        if "@" in key:  # a metric name, e.g. +profile.floors.pass@1=0.8
+            return UsageError(
+                f"cannot read the key '{key}': a metric name cannot be part of a key on the "
+                f"command line; give the bound as a mapping: {BOUND_EXAMPLE}"
+            )
         return UsageError(
             f"cannot read the override '{exc.override}': {_parse_reason(exc.message)}",
             hint="overrides are key=value; quote values with spaces or brackets: 'tags=[a,b]'",
@@ -292,6 +311,7 @@ def _parse_reason(message: str) -> str:
 
 
 _ALREADY = "An item is already at '"
+_PLAIN_KEY = re.compile(r"[\w\-/]+")  # what Hydra's grammar reads as one part of a dotted key
 
 
 def _from_omegaconf(exc: BaseException) -> UsageError | None:
@@ -307,9 +327,10 @@ def _from_omegaconf(exc: BaseException) -> UsageError | None:
     schema = getattr(exc, "object_type", None)
     if isinstance(exc, ConfigKeyError) or type(exc).__name__ == "ConfigAttributeError":
         if schema is dict:  # a new entry of a free-form mapping needs its '+'
-            return UsageError(
-                f"'{full_key}' is a new entry: add it with a leading '+' (+{full_key}=...)"
-            )
+            parent, _, leaf = str(full_key).rpartition(".")
+            plain = _PLAIN_KEY.fullmatch(leaf)
+            form = f"+{full_key}=..." if plain else f"'{parent}={{{leaf}: ...}}'"
+            return UsageError(f"'{full_key}' is a new entry: add it with {form}")
         return unknown_key(str(full_key), _schema_keys(schema))
     reason = _first_line(getattr(exc, "msg", text))
     if isinstance(exc, ValidationError) and full_key:

@@ -366,6 +366,46 @@ def test_cli_exit_codes_and_gating_a_finished_run(make_task, tmp_path):
     assert "available: " in nothing.stderr and "regression" in nothing.stderr
 
 
+def test_the_hinted_bound_override_gates_a_run_with_the_default_profile(make_task, tmp_path):
+    """Issue 19: what `evalrun gate` suggests when the profile has no threshold is a command
+    that works - it holds on a passing run (exit 0), breaks on a failing one (exit 1)."""
+    import shlex
+
+    suite = make_task("001-answer").parent
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    assert evalrun(f"tasks_dir={suite}", f"run_dir={good}").returncode == 0
+    ran = evalrun(f"tasks_dir={suite}", f"run_dir={bad}", "agent=noop")
+    assert ran.returncode == 0, ran.stderr  # profile=none: no gate on the run itself
+
+    nothing = evalrun("gate", str(good))
+    assert nothing.returncode == 2
+    [hinted] = shlex.split(nothing.stderr.split("e.g. ", 1)[1])
+    assert hinted == "profile.floors={pass@1: 0.8}"
+    assert "'profile.floors={pass@1: 0.8}'" in evalrun("gate", "--help").stdout
+    held = evalrun("gate", str(good), hinted)
+    assert held.returncode == 0, held.stdout + held.stderr
+    assert "gate (none): all 1 checked thresholds hold" in held.stdout
+    broken = evalrun("gate", str(bad), hinted)
+    assert broken.returncode == 1, broken.stdout + broken.stderr
+    assert "threshold broken (none): pass@1 = 0" in broken.stdout
+    # The same override gates a run as it ends, and merges into a chosen profile's bounds.
+    on_run = evalrun(f"tasks_dir={suite}", f"run_dir={tmp_path / 'again'}", "agent=noop", hinted)
+    assert on_run.returncode == 1 and "expected >= 0.8" in on_run.stdout
+    merged = evalrun("gate", str(bad), "profile=regression", "profile.floors={pass@1: 0.99}")
+    assert merged.returncode == 1
+    assert "expected >= 0.99" in merged.stdout  # the bound given
+    assert "threshold broken (regression): pass^k = 0" in merged.stdout  # the profile's own
+    # The old hint's form is one line naming the form that works, not a parser trace.
+    for old in ("+profile.floors.pass@1=0.8", "profile.floors.pass@1=0.8"):
+        refused = evalrun("gate", str(good), old)
+        assert refused.returncode == 2
+        assert refused.stderr.strip() == (
+            "error: cannot read the key 'profile.floors.pass@1': a metric name cannot be part "
+            "of a key on the command line; give the bound as a mapping: "
+            "'profile.floors={pass@1: 0.8}'"
+        )
+
+
 def test_judge_means_gate_and_a_judge_the_run_lacks_is_skipped():
     from evalrun.gate import NotApplicable, ThresholdProfile, metric_value
     from evalrun.metrics import summarize
