@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 from pydantic import BaseModel, Field
 
 from evalrun.metric_table import PASS_AT, PASS_HAT, PHASES, pass_metric
-from evalrun.records import Outcome, RunState, SampleDigest, SampleRecord
+from evalrun.records import Outcome, RunState, SampleDigest, SampleRecord, SkippedEntry
 from evalrun.stats import Difference, Estimate, paired_difference, pass_rate, task_mean
 
 AnySample = SampleRecord | SampleDigest
@@ -150,6 +150,9 @@ class Summary(BaseModel):
     # complete, or partial N/M with the missing cells (`evalrun.records.run_state`); None only in
     # a summary.json written before evalrun recorded it
     state: RunState | None = None
+    # the suite's tasks that did not run, as plan.json lists them (filled by `RunLog`, which
+    # reads the plan; [] in a summary.json written before evalrun recorded it)
+    skipped: list[SkippedEntry] = Field(default_factory=list)
 
 
 def _task_stats(task_id: str, meta: dict, recs: list[AnySample], ks: list[int]) -> TaskStats:

@@ -35,7 +35,7 @@ from evalrun.formats.base import setup_bytes
 from evalrun.gate import ThresholdProfile, build_profile
 from evalrun.judges import Judge, NoJudge, build_judge
 from evalrun.provenance import reproduction_info
-from evalrun.records import CellKey
+from evalrun.records import CellKey, SkippedEntry
 from evalrun.redact import SecretValues, redact
 from evalrun.run_dirs import is_dir_template
 from evalrun.sandbox.base import SandboxBackend
@@ -107,7 +107,7 @@ class RunPlan:
 
     def to_plan_file(self) -> PlanFile:
         """plan.json (`evalrun.runlog.PlanFile`), written before the first sample."""
-        from evalrun.runlog import PLAN_SCHEMA, PlanFile, PlannedTask, RunKind, SkippedEntry
+        from evalrun.runlog import PLAN_SCHEMA, PlanFile, PlannedTask, RunKind
 
         return PlanFile(
             schema_version=PLAN_SCHEMA,

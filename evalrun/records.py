@@ -1,5 +1,6 @@
 """What one sample produced: the line written to samples.jsonl, and the agent's result inside it;
-the cells of a plan and whether each has a record (`RunState`: a run complete or partial)."""
+the cells of a plan and whether each has a record (`RunState`: a run complete or partial); the
+tasks of a suite that did not run (`SkippedEntry`, in plan.json and summary.json)."""
 
 from __future__ import annotations
 
@@ -166,6 +167,15 @@ class RunState(BaseModel):
         listed = ", ".join(self.missing[:shown])
         more = f" and {len(self.missing) - shown} more" if len(self.missing) > shown else ""
         return f"partial {self.recorded}/{self.cells} (missing cells: {listed}{more})"
+
+
+class SkippedEntry(BaseModel):
+    """A task of the suite that did not run: `kind` is `cannot load` (its folder is broken) or
+    `cannot run` (the sandbox cannot host it); `reason` names the file/key or what is missing."""
+
+    id: str
+    kind: str
+    reason: str
 
 
 def run_state(planned: Iterable[CellKey], recorded: Iterable[CellKey]) -> RunState:

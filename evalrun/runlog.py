@@ -12,7 +12,8 @@ config.yaml    the resolved config (redacted), as a mapping and as its text
 overrides.yaml the command-line overrides (a resume replays them)
 samples.jsonl  SampleRecord lines; a torn last line (a crash mid-write) is skipped
 summary.json   Summary (docs/summary-schema.md); recomputed from the records when missing or
-               older than samples.jsonl, always with the state as the files tell it now
+               older than samples.jsonl, always with the state as the files tell it now and
+               the skipped tasks as plan.json lists them
 ```
 
 Versions. plan.json and summary.json carry `schema_version`; a file without one is version 1
@@ -39,7 +40,14 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 from evalrun import yamlio
 from evalrun.errors import UsageError
 from evalrun.metrics import Summary, summarize
-from evalrun.records import CellKey, RunState, SampleDigest, SampleRecord, run_state
+from evalrun.records import (
+    CellKey,
+    RunState,
+    SampleDigest,
+    SampleRecord,
+    SkippedEntry,
+    run_state,
+)
 from evalrun.redact import override_name, redacted_keys, redacted_replay_message
 from evalrun.store import CONFIG_FILE, OVERRIDES_FILE, PLAN_FILE, SAMPLES_FILE, SUMMARY_FILE
 
@@ -69,14 +77,6 @@ class PlannedTask(BaseModel):
     format: str | None = None
     prompt: str | None = None  # what the agent was given (None in runs that predate it)
     fields: dict[str, Any] = Field(default_factory=dict)
-
-
-class SkippedEntry(BaseModel):
-    """A task of the suite that did not run: `kind` is cannot load / cannot run."""
-
-    id: str
-    kind: str
-    reason: str
 
 
 class PlanFile(BaseModel):
@@ -230,24 +230,27 @@ class RunLog(BaseModel):
 
     def summarize(self, records: Iterable[SampleRecord | SampleDigest] | None = None) -> Summary:
         """The summary computed from the records (the plan's cells; `records` when the caller
-        has read them already), with the state - what the runner writes as summary.json."""
+        has read them already), with the state and the plan's skipped tasks - what the runner
+        writes as summary.json."""
         planned = self.planned(self.digests() if records is None else records)
         summary = summarize(
             planned, self.plan.task_meta(), run_id=self.plan.run_id, trials=self.plan.trials
         )
         state = run_state(self.plan.cell_keys(), [r.key for r in planned])
-        return summary.model_copy(update={"state": state})
+        return summary.model_copy(update={"state": state, "skipped": self.plan.skipped})
 
     def summary(self, records: list[SampleRecord] | list[SampleDigest] | None = None) -> Summary:
-        """summary.json with the state as the files tell it now; recomputed from the records
-        when it is missing or stale (a resume recorded more samples since it was written)."""
+        """summary.json with the state as the files tell it now and the skipped tasks as plan.json
+        lists them (also for a summary.json written before it listed them); recomputed from the
+        records when it is missing or stale (a resume recorded more samples since it was
+        written)."""
         if self._summary is not None:
             return self._summary
         planned = self.planned(self.digests() if records is None else records)
         saved = self.saved_summary
         if saved is not None and saved.samples == len(planned):
             state = run_state(self.plan.cell_keys(), [r.key for r in planned])
-            summary = saved.model_copy(update={"state": state})
+            summary = saved.model_copy(update={"state": state, "skipped": self.plan.skipped})
         else:
             summary = self.summarize(planned)
         object.__setattr__(self, "_summary", summary)  # frozen model: cache once

@@ -459,6 +459,10 @@ def test_cli_runs_and_checks_a_mixed_tasks_dir(mixed_suite, tmp_path):
     assert sorted(by_task) == ["001-answer", "002-second", "stats-partial", "word-count"]
     assert by_task["stats-partial"]["outcome"] == "fail"
     assert by_task["stats-partial"]["scores"]["reward"] == 0.5
+    summary = json.loads((run_dir / "summary.json").read_text())
+    [skipped] = summary["skipped"]  # what the terminal said, for scripts reading summary.json
+    assert (skipped["id"], skipped["kind"]) == ("tool-version", "cannot run")
+    assert skipped["reason"].startswith("needs its own image")
 
     check = evalrun("check", f"tasks_dir={mixed_suite}")
     assert check.returncode == 0, check.stdout + check.stderr

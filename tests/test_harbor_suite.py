@@ -213,6 +213,7 @@ def assert_completed_with_skips(proc: subprocess.CompletedProcess, run_dir: Path
     assert "skipped broken (cannot load):" in proc.stderr
     assert "broken/task.toml: field 'agent.timeout_sec'" in proc.stdout  # listed at the end
     plan = json.loads((run_dir / "plan.json").read_text())
+    assert json.loads((run_dir / "summary.json").read_text())["skipped"] == plan["skipped"]
     return {s["id"]: s for s in plan["skipped"]}
 
 

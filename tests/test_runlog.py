@@ -66,6 +66,7 @@ def test_a_run_directory_written_before_plan_json_had_a_version_still_loads(tmp_
     summary = run.summary()
     assert summary.overall.pass_at[1] == 0.5 and summary.overall.intervals == {}
     assert summary.state is not None and summary.state.complete  # computed from the files
+    assert summary.skipped == []  # neither file listed skipped tasks then
     assert RunLog.open(v1_run(tmp_path / "probes", suite="probes")).kind is RunKind.probes
 
 
@@ -77,6 +78,17 @@ def test_a_stale_or_missing_summary_is_recomputed_from_the_records(tmp_path):
         RunLog.open(run_dir, ended=True)
     with pytest.raises(UsageError, match=r"^gate: .* summary\.json not found"):
         read_summary(run_dir, "gate")
+
+
+def test_a_summary_written_before_it_listed_skipped_tasks_takes_them_from_the_plan(tmp_path):
+    run_dir = v1_run(tmp_path / "old")
+    skipped = {"id": "b", "kind": "cannot load", "reason": "b/task.toml: not TOML"}
+    plan = json.loads((run_dir / "plan.json").read_text())
+    (run_dir / "plan.json").write_text(json.dumps({**plan, "skipped": [skipped]}))
+    assert "skipped" not in json.loads((run_dir / "summary.json").read_text())
+    run = RunLog.open(run_dir)
+    assert run.saved_summary is not None and run.saved_summary.skipped == []  # as written
+    assert [s.model_dump() for s in run.summary().skipped] == [skipped]
 
 
 @pytest.mark.parametrize("name", ["plan.json", "summary.json"])

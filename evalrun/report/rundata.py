@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from evalrun.metrics import Summary
-from evalrun.records import RunState, SampleRecord
-from evalrun.runlog import PlanFile, RunLog, SkippedEntry
+from evalrun.records import RunState, SampleRecord, SkippedEntry
+from evalrun.runlog import PlanFile, RunLog
 
 HTML_FILE = "report.html"
 JUNIT_FILE = "junit.xml"
