@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Prove the built wheel works as a user gets it: build it, install it (base package only, no
 # extras) into a fresh virtualenv OUTSIDE the repository, and from an empty temporary folder run
-# what a new user runs. Prints the wheel's size and the install time.
+# what a new user runs. Then install the same wheel as a tool with `pipx install` and with
+# `uv tool install` (pipx and uv themselves go into a throwaway venv; their homes, bin folders
+# and caches live in the temp folder, so nothing leaks) and run `evalrun --version` and a
+# one-task run from each. Prints the wheel's size and the install times.
 #
 #   bash scripts/wheel-smoke.sh        # needs .venv (scripts/bootstrap.sh) for building
 set -euo pipefail
@@ -64,4 +67,29 @@ grep -q 'conf/agent/my_agent.yaml' runs/*/config.yaml || fail "agent=my_agent is
 expect 0 'agent .*my_agent .*project' evalrun info agent=my_agent
 expect 0 'evalrun check ids=\[t\]' evalrun new-task t
 expect 1 'still the new-task placeholder' evalrun check 'ids=[t]'
+
+# pipx and uv: the README's other two install commands, each into homes of its own under ${work}.
+started=${SECONDS}
+interpreter=$("${python}" -c 'import sys; print(sys.executable)')
+"${interpreter}" -m venv "${work}/tools"
+"${work}/tools/bin/python" -m pip install -q pipx uv >"${work}/tools.log" 2>&1 \
+  || { tail -n 30 "${work}/tools.log"; fail "pip install of pipx and uv"; }
+export PIPX_HOME="${work}/pipx/home" PIPX_BIN_DIR="${work}/pipx/bin" PIPX_MAN_DIR="${work}/pipx/man"
+export UV_TOOL_DIR="${work}/uv/tools" UV_TOOL_BIN_DIR="${work}/uv/bin"
+export UV_CACHE_DIR="${work}/uv/cache" UV_PYTHON_DOWNLOADS=never
+"${work}/tools/bin/pipx" install --python "${interpreter}" "${wheel}" >"${work}/pipx.log" 2>&1 \
+  || { tail -n 30 "${work}/pipx.log"; fail "pipx install of the wheel"; }
+"${work}/tools/bin/uv" tool install --python "${interpreter}" "${wheel}" >"${work}/uv.log" 2>&1 \
+  || { tail -n 30 "${work}/uv.log"; fail "uv tool install of the wheel"; }
+for tool in pipx uv; do
+  case "${tool}" in
+    pipx) bin_dir=${PIPX_BIN_DIR} home=${PIPX_HOME} ;;
+    uv) bin_dir=${UV_TOOL_BIN_DIR} home=${UV_TOOL_DIR} ;;
+  esac
+  [ -x "${bin_dir}/evalrun" ] || fail "${tool} put no evalrun in ${bin_dir}"
+  mkdir "${work}/${tool}-empty" && cd "${work}/${tool}-empty"
+  expect 0 "^evalrun [0-9.]+ \(wheel: ${home}/" "${bin_dir}/evalrun" --version  # its own copy
+  expect 0 '^pass@1 1\.000' "${bin_dir}/evalrun" limit=1  # one bundled task, agent=oracle
+done
+say "pipx and uv tool installs checked in $((SECONDS - started)) s (installing pipx and uv included)"
 say "all good"
