@@ -7,7 +7,7 @@ and workspace diff are visible, and writes what it saw into `<pre id=selftest>` 
 evalrun/report/templates/report.js). We read the DOM Chromium dumps after that, and its stderr:
 the page never logs to the console, so any console line (an uncaught error, a load the CSP
 blocked) fails. Screenshots - the run report after the toggle, the diff page at 1280 px - are
-kept in artifacts/ (not committed; CI keeps the folder) for people to look at.
+written to artifacts/ (git-ignored; nothing collects them) for people to look at after a run.
 """
 
 from __future__ import annotations
