@@ -75,6 +75,9 @@ interpreter=$("${python}" -c 'import sys; print(sys.executable)')
 "${work}/tools/bin/python" -m pip install -q pipx uv >"${work}/tools.log" 2>&1 \
   || { tail -n 30 "${work}/tools.log"; fail "pip install of pipx and uv"; }
 export PIPX_HOME="${work}/pipx/home" PIPX_BIN_DIR="${work}/pipx/bin" PIPX_MAN_DIR="${work}/pipx/man"
+# pipx would hand the install to uv when it sees uv beside it; pip is its path without uv (and
+# `uv tool install` below is the uv path).
+export PIPX_DEFAULT_BACKEND=pip
 export UV_TOOL_DIR="${work}/uv/tools" UV_TOOL_BIN_DIR="${work}/uv/bin"
 export UV_CACHE_DIR="${work}/uv/cache" UV_PYTHON_DOWNLOADS=never
 "${work}/tools/bin/pipx" install --python "${interpreter}" "${wheel}" >"${work}/pipx.log" 2>&1 \
