@@ -239,6 +239,8 @@ class UserSwitchingSandbox(Sandbox, Protocol):
 WORKDIR = "/workspace"  # the workspace, unless a task's SandboxSpec names another
 PRIVATE_DIR = "/evalrun"  # the harness's own files; not writable by the agent
 HOME_DIR = "/home/agent"  # the agent's HOME
+# Every sandboxed command's PATH (a verifier's too: fixed, never the agent's).
+SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 RESERVED_PATHS: tuple[str, ...] = ("/bin", "/dev", "/etc", PRIVATE_DIR, HOME_DIR, "/lib")
 RESERVED_PATHS += ("/lib32", "/lib64")

@@ -75,6 +75,7 @@ from evalrun.sandbox.base import (
     DEFAULT_SPEC,
     HOME_DIR,
     PRIVATE_DIR,
+    SANDBOX_PATH,
     WORKDIR,
     Command,
     ExecResult,
@@ -97,7 +98,6 @@ from evalrun.sandbox.process import run_process
 from evalrun.sandbox.transfer import TarPipe
 
 SANDBOX_UID = 1000
-SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 INSTALL_HINT = "install bubblewrap (apt-get install bubblewrap)"
 
 # Host /etc entries the system tools need; each is bound read-only when it exists.

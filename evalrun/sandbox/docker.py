@@ -68,6 +68,7 @@ from evalrun.sandbox.base import (
     DEFAULT_SPEC,
     HOME_DIR,
     PRIVATE_DIR,
+    SANDBOX_PATH,
     WORKDIR,
     Command,
     ExecResult,
@@ -89,7 +90,6 @@ PASSWD_BYTES = 1 << 20  # an image's /etc/passwd is read up to this size
 EXEC_DIR = f"{PRIVATE_DIR}/exec"
 VERIFIER_HOME = f"{PRIVATE_DIR}/verifier-home"
 VERIFIER_TMP = f"{PRIVATE_DIR}/verifier-tmp"
-SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 LABEL = "evalrun"
 OWNER_LABEL = "evalrun.owner"  # "<hostname>:<pid>" of the evalrun process that made it
 OWNER_START_LABEL = "evalrun.owner_start"  # that process's start time (a reused pid is not it)

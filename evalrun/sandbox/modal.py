@@ -76,6 +76,7 @@ from evalrun.sandbox.base import (
     DEFAULT_SPEC,
     HOME_DIR,
     PRIVATE_DIR,
+    SANDBOX_PATH,
     WORKDIR,
     Command,
     ExecResult,
@@ -93,7 +94,6 @@ EXEC_DIR = f"{PRIVATE_DIR}/exec"
 VERIFIER_HOME = f"{PRIVATE_DIR}/verifier-home"
 VERIFIER_TMP = f"{PRIVATE_DIR}/verifier-tmp"
 CLEAR_TIMEOUT_S = 120
-SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 KILL_GRACE_S = 5.0
 EXEC_TIMEOUT_MARGIN_S = 10  # Modal's exec timeout, a backstop behind ours
 _PREPARE = f"mkdir -p {WORKDIR} {HOME_DIR} && mkdir -p -m 0700 {PRIVATE_DIR} {EXEC_DIR}"
