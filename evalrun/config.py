@@ -243,6 +243,7 @@ class EvalConfig:
     limit: int | None = None
     concurrency: int = 4
     max_retries: int = 2
+    retry_backoff_s: float = 1.0  # wait before a sample's first retry; doubled after each
     # Harness errors (after retries) a run may end with and still exit 0; more: exit 3.
     max_errors: int = 0
     setup_max_mb: int | None = 1024  # a task's setup/ larger than this is refused; null: no cap

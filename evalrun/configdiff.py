@@ -13,6 +13,7 @@ NOT_RESULT_RELEVANT = (
     "dry_run",
     "keep_workspaces",
     "max_retries",
+    "retry_backoff_s",
     "name",
     "profile",
     "baseline",

@@ -40,12 +40,12 @@ class Limits:
     """Per-phase timeouts, the retry policy for harness errors, and whether each sample records
     its workspace diff."""
 
-    # defaults: the config's (`timeouts`, `max_retries`), their one home
+    # defaults: the config's (`timeouts`, `max_retries`, `retry_backoff_s`), their one home
     setup_s: float = TimeoutsConf.setup_s
     agent_s: float = TimeoutsConf.agent_s
     verify_s: float = TimeoutsConf.verify_s
     max_retries: int = EvalConfig.max_retries
-    retry_backoff_s: float = 1.0  # doubled after each retry
+    retry_backoff_s: float = EvalConfig.retry_backoff_s  # doubled after each retry
     workspace_diff: bool = True  # record what the agent changed (`evalrun check` needs not)
 
 

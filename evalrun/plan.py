@@ -275,6 +275,25 @@ def _instantiate(node: DictConfig, group: str, **kwargs: Any) -> Any:
         raise UsageError(f"{group}: could not build {node.get('_target_')}: {exc}") from exc
 
 
+def check_numbers(cfg: DictConfig) -> None:
+    """Counts, timeouts and backoff in range, or a `UsageError` naming the key (the schema
+    only checks their types)."""
+    if cfg.trials < 1:
+        raise bad_value("trials", "a positive number", cfg.trials)
+    if cfg.concurrency < 1:
+        raise bad_value("concurrency", "a positive number", cfg.concurrency)
+    if cfg.max_errors < 0:
+        raise bad_value("max_errors", "0 or more", cfg.max_errors)
+    if cfg.max_retries < 0:
+        raise bad_value("max_retries", "0 or more", cfg.max_retries)
+    if cfg.retry_backoff_s < 0:
+        raise bad_value("retry_backoff_s", "0 or more seconds", cfg.retry_backoff_s)
+    for phase in ("setup_s", "agent_s", "verify_s"):
+        seconds = cfg.timeouts[phase]
+        if seconds <= 0:
+            raise bad_value(f"timeouts.{phase}", "a positive number of seconds", seconds)
+
+
 def build(cfg: DictConfig) -> RunPlan:
     """Resolve `cfg` (an `EvalConfig`) into a RunPlan; raises `UsageError` on a bad config."""
     try:
@@ -283,12 +302,7 @@ def build(cfg: DictConfig) -> RunPlan:
         from evalrun.usage import from_hydra
 
         raise from_hydra(exc) from exc
-    if cfg.trials < 1:
-        raise bad_value("trials", "a positive number", cfg.trials)
-    if cfg.concurrency < 1:
-        raise bad_value("concurrency", "a positive number", cfg.concurrency)
-    if cfg.max_errors < 0:
-        raise bad_value("max_errors", "0 or more", cfg.max_errors)
+    check_numbers(cfg)
     suite = load_for_suite(cfg.suite, cfg.tasks_dir, cfg.reward_threshold, cfg.strict_formats)
     ids = as_list(cfg.ids, "ids")
     skipped = refuse_unloadable(suite, ids)
@@ -323,6 +337,7 @@ def build(cfg: DictConfig) -> RunPlan:
             agent_s=cfg.timeouts.agent_s,
             verify_s=cfg.timeouts.verify_s,
             max_retries=cfg.max_retries,
+            retry_backoff_s=cfg.retry_backoff_s,
         ),
         dry_run=cfg.dry_run,
         backend=backend,

@@ -114,6 +114,14 @@ def test_unknown_key_exits_2_with_hydras_message(suite):
     assert "trialz" in proc.stderr
 
 
+def test_a_non_positive_timeout_exits_2_before_anything_runs(suite, tmp_path):
+    run_dir = tmp_path / "run"
+    proc = evalrun(f"tasks_dir={suite}", f"run_dir={run_dir}", "agent=noop", "timeouts.agent_s=-5")
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "error: timeouts.agent_s: expected a positive number of seconds, got -5.0"
+    assert not run_dir.exists()
+
+
 def test_bad_task_folder_exits_2_naming_file_and_field(make_task, tmp_path):
     suite = make_task("001-bad", spec={"max_steps": -1}).parent
     run_dir = tmp_path / "run"

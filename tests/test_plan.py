@@ -62,6 +62,10 @@ def test_selection(suite, overrides, expected):
         (["tags=nothing"], "tags: no task has the tag nothing"),
         (["limit=0"], "limit: expected a positive number"),
         (["trials=0"], "trials: expected a positive number"),
+        (["timeouts.setup_s=0"], "timeouts.setup_s: expected a positive number of seconds, got 0"),
+        (["timeouts.verify_s=-1"], "timeouts.verify_s: expected a positive number of seconds"),
+        (["max_retries=-1"], "max_retries: expected 0 or more, got -1"),
+        (["retry_backoff_s=-0.5"], "retry_backoff_s: expected 0 or more seconds, got -0.5"),
     ],
 )
 def test_bad_selection_is_a_usage_error(suite, overrides, message):
@@ -118,3 +122,9 @@ def test_a_task_whose_setup_is_over_the_cap_is_refused_before_anything_runs(suit
     assert "001-py-easy" not in message
     assert len(plan_for(suite, "setup_max_mb=null").tasks) == 4
     assert len(plan_for(suite, "setup_max_mb=2", "ids=001-py-easy").tasks) == 1
+
+
+def test_retry_backoff_is_a_config_key(suite):
+    assert plan_for(suite).limits.retry_backoff_s == 1.0
+    plan = plan_for(suite, "retry_backoff_s=0", "max_retries=3")
+    assert plan.limits.retry_backoff_s == 0 and plan.limits.max_retries == 3
