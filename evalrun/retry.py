@@ -1,11 +1,12 @@
 """Retrying, one way: tenacity, with evalrun's backoff.
 
-Three things retry: a sample that ended in a harness error (`evalrun.engine`), an LLM judgement
-that failed (`evalrun.opik.geval`), and reading back what reached Opik (`evalrun.opik.export`).
+Four things retry: a sample that ended in a harness error (`evalrun.engine`), an LLM judgement
+that failed (`evalrun.opik.geval`) or an online conversation judgement that failed
+(`evalrun.opik.conversation`), and reading back what reached Opik (`evalrun.opik.export`).
 Each asks `retrying(...)` for a tenacity retryer instead of writing its own loop:
 
-- try at most `tries` times; before try n+1 wait `backoff_s * 2**(n-1)` seconds (`waits`
-  instead gives the waits one by one, for polling);
+- try at most `tries` times; before try n+1 wait `backoff_s * 2**(n-1)` seconds, at most
+  `max_wait_s` (`waits` instead gives the waits one by one, for polling);
 - retry on a result (`on_result(result)` true) and/or on an exception (`on_error`);
 - `give_up()` true stops retrying early (e.g. the run's budget is spent);
 - when the tries run out, the last result is returned (or the last exception raised).
@@ -29,6 +30,7 @@ def _policy(
     on_error: bool,
     give_up: Callable[[], bool] | None,
     waits: Sequence[float] | None,
+    max_wait_s: float | None = None,
 ) -> dict[str, Any]:
     import tenacity
 
@@ -46,7 +48,8 @@ def _policy(
                 return stopped()
 
         stop = stop | _GiveUp()
-    wait: Any = tenacity.wait_exponential(multiplier=backoff_s, exp_base=2, min=0)
+    cap = {} if max_wait_s is None else {"max": max_wait_s}
+    wait: Any = tenacity.wait_exponential(multiplier=backoff_s, exp_base=2, min=0, **cap)
     if waits is not None:
         planned = list(waits)
 
@@ -68,11 +71,13 @@ def retrying(
     on_error: bool = False,
     give_up: Callable[[], bool] | None = None,
     waits: Sequence[float] | None = None,
+    max_wait_s: float | None = None,
 ) -> Retrying:
     """A synchronous retryer: `retrying(...)(fn, *args)` (see the module docstring)."""
     import tenacity
 
-    return tenacity.Retrying(**_policy(tries, backoff_s, on_result, on_error, give_up, waits))
+    policy = _policy(tries, backoff_s, on_result, on_error, give_up, waits, max_wait_s)
+    return tenacity.Retrying(**policy)
 
 
 def async_retrying(

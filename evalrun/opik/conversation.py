@@ -25,10 +25,12 @@ from typing import Any
 from evalrun.judges import INPUT_CHARS
 from evalrun.opik.geval import geval_score
 from evalrun.pricing import Price
+from evalrun.retry import retrying
 
 INPUT_KEYS = ("input", "question", "prompt", "query", "message", "user", "content", "text")
 OUTPUT_KEYS = ("output", "answer", "response", "completion", "assistant", "content", "text")
 TURN_CHARS = 6_000  # one turn's text
+RETRY_MAX_WAIT_S = 30.0  # the longest wait between two tries of one judgement
 
 
 def _dig(value: Any, path: str) -> Any:
@@ -140,9 +142,9 @@ def metered_model(judge: Any, meter: Meter) -> Any:
 def conversation_metric(criterion: Any, geval: Any, attempts: int, backoff_s: float) -> Any:
     """An opik ConversationThreadMetric scoring the rendered conversation with `geval`.
 
-    A judgement that fails is tried `attempts` times in all (tenacity, exponential backoff) and
-    then returned as a failed score with the error as its reason - never as 0."""
-    import tenacity
+    A judgement that fails is tried `attempts` times in all (`evalrun.retry`: exponential
+    backoff, at most RETRY_MAX_WAIT_S between tries) and then returned as a failed score with the
+    error as its reason - never as 0."""
     from opik.evaluation.metrics import score_result
     from opik.evaluation.metrics.conversation.conversation_thread_metric import (
         ConversationThreadMetric,
@@ -165,14 +167,9 @@ def conversation_metric(criterion: Any, geval: Any, attempts: int, backoff_s: fl
 
         def score(self, conversation: Any, **_: Any) -> Any:
             text = self._seen.text = render(conversation)
+            retryer = retrying(attempts, backoff_s, on_error=True, max_wait_s=RETRY_MAX_WAIT_S)
             try:
-                for attempt in tenacity.Retrying(
-                    stop=tenacity.stop_after_attempt(max(1, attempts)),
-                    wait=tenacity.wait_exponential(multiplier=backoff_s, max=30),
-                    reraise=True,
-                ):
-                    with attempt:
-                        value, reason = geval_score(geval, text)
+                value, reason = retryer(geval_score, geval, text)
             except Exception as exc:
                 first_line = next(iter(str(exc).strip().splitlines()), "")
                 return score_result.ScoreResult(

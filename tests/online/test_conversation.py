@@ -85,3 +85,40 @@ def test_judges_come_from_a_file_and_bad_ones_name_the_field(tmp_path):
         load_specs([SPEC.model_dump(), SPEC.model_dump()], None)
     with pytest.raises(UsageError, match="expected a non-empty list of judges"):
         load_specs([], None)
+
+
+class FlakyJudge:
+    """Stands in for an opik GEval metric: fails its first `failures` calls, then scores 0.8."""
+
+    def __init__(self, failures: int):
+        self.failures = failures
+        self.calls = 0
+
+    def score(self, output: str):
+        from types import SimpleNamespace
+
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise ConnectionError("judge model unreachable\nsecond line")
+        return SimpleNamespace(value=0.8, reason="tidy enough", scoring_failed=False)
+
+
+TURNS = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+
+
+def test_a_failed_conversation_judgement_is_tried_again_then_scored_as_failed_not_zero():
+    from evalrun.opik.conversation import conversation_metric
+
+    criterion = Criterion(SPEC, "openai/gpt-4o-mini")
+    recovered = FlakyJudge(failures=1)
+    score = conversation_metric(criterion, recovered, attempts=2, backoff_s=0).score(TURNS)
+    assert (score.value, score.reason, recovered.calls) == (0.8, "tidy enough", 2)
+    assert not score.scoring_failed
+
+    down = FlakyJudge(failures=5)
+    score = conversation_metric(criterion, down, attempts=3, backoff_s=0).score(TURNS)
+    assert down.calls == 3 and score.scoring_failed
+    assert score.reason == (
+        "judge openai/gpt-4o-mini failed after 3 attempt(s): "
+        "ConnectionError: judge model unreachable"
+    )
