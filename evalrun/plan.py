@@ -39,7 +39,7 @@ from evalrun.records import CellKey, SkippedEntry
 from evalrun.redact import SecretValues, redact
 from evalrun.run_dirs import is_dir_template
 from evalrun.sandbox.base import SandboxBackend
-from evalrun.tasks import Difficulty, Suite, Task, runnable_on, scan_suite
+from evalrun.tasks import Difficulty, Suite, Task, runnable_on, scan_suite, unenforced_limits
 from evalrun.trackers.base import Tracker
 
 if TYPE_CHECKING:
@@ -353,6 +353,7 @@ def build(cfg: DictConfig) -> RunPlan:
         new_dir=is_dir_template(cfg, "run_dir"),
     )
     warn_if_not_isolated(plan.backend, plan.agent)
+    warn_unenforced(plan.backend, plan.tasks)
     return plan
 
 
@@ -429,6 +430,26 @@ def refuse_large_setups(tasks: Sequence[Task], cap_mb: int | None) -> None:
             f"setup_max_mb={cap_mb}: these tasks copy more than that into every sandbox:\n"
             f"{lines}\nraise setup_max_mb (null: no cap) to run them, or shrink their setup"
         )
+
+
+_warned_unenforced: set[str] = set()
+
+
+def warn_unenforced(backend: SandboxBackend, tasks: Sequence[Task]) -> None:
+    """Once per process and backend, on stderr: the tasks' own limits this backend cannot
+    enforce (their samples get the backend's limits instead)."""
+    lines = unenforced_limits(tasks, backend)
+    if not lines or backend.name in _warned_unenforced:
+        return
+    _warned_unenforced.add(backend.name)
+    console = make_console(stderr=True, soft_wrap=True)
+    console.print(
+        styled("[yellow]warning:[/]"),
+        f"sandbox={backend.name} does not enforce these task limits; their samples get the "
+        "sandbox's own limits, if any:",
+    )
+    for line in lines:
+        console.print(f"  {line}")
 
 
 TRUSTED_AGENTS = frozenset({"oracle", "noop"})

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -246,3 +246,20 @@ def runnable_on(
         lines = "\n".join(f"  {task_id}: {reason}" for task_id, reason in skipped)
         raise UsageError(f"cannot run on sandbox={backend.name}:\n{lines}")
     return kept, skipped
+
+
+def unenforced_limits(tasks: Sequence[Task], backend: SandboxBackend) -> list[str]:
+    """One line per task limit (`cpus`, `memory_mb`, `storage_mb`) that some of `tasks` set and
+    `backend` does not enforce (`SandboxBackend.task_limits`): their samples get the backend's
+    own limits instead, which a user should know before trusting a result."""
+    asked: dict[str, list[str]] = {}
+    for task in tasks:
+        for name in task.format.sandbox_spec.limits_asked():
+            if name not in backend.task_limits:
+                asked.setdefault(name, []).append(task.id)
+    lines = []
+    for name, ids in asked.items():
+        shown = ", ".join(ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
+        lines.append(f"{name} of {len(ids)} task(s) ({shown})")
+    return lines
+

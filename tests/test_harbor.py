@@ -541,3 +541,24 @@ def test_the_instruction_loses_its_canary_lines_as_in_harbor(tmp_path):
     text = "# BENCHMARK DATA SHOULD NEVER APPEAR. canary GUID 1234\n\nWrite 42 into answer.txt.\n"
     task = load_task(harbor_task(tmp_path, files={"instruction.md": text}))
     assert task.spec.prompt == "Write 42 into answer.txt.\n"
+
+
+def test_task_limits_become_the_spec_and_unenforced_ones_are_warned_once(
+    tmp_path, capsys, monkeypatch
+):
+    toml = '[environment]\ncpus = 2\nmemory = "1G"\nstorage = "512M"\n'
+    harbor_task(tmp_path, "limited", files={"task.toml": toml})
+    harbor_task(tmp_path, "plain")
+    spec = load_task(tmp_path / "limited").format.sandbox_spec
+    assert (spec.cpus, spec.memory_mb, spec.storage_mb) == (2, 1024, 512)
+    monkeypatch.setattr("evalrun.plan._warned_unenforced", set())
+    plan_for(tmp_path)
+    plan_for(tmp_path)  # a second plan in the same process (a multirun job) says nothing again
+    err = capsys.readouterr().err
+    assert err.count("sandbox=local does not enforce these task limits") == 1
+    for name in ("cpus", "memory_mb", "storage_mb"):
+        assert f"{name} of 1 task(s) (limited)" in err
+    plan_for(tmp_path, "sandbox=bwrap")  # bwrap enforces a task's memory_mb and storage_mb
+    err = capsys.readouterr().err
+    assert "sandbox=bwrap does not enforce these task limits" in err
+    assert "cpus of 1 task(s) (limited)" in err and "memory_mb" not in err and "storage" not in err

@@ -107,6 +107,8 @@ USED_KEYS = frozenset(
         "environment.cpus",
         "environment.memory_mb",
         "environment.memory",
+        "environment.storage_mb",
+        "environment.storage",
         "environment.gpus",
         "environment.tpu",
         "environment.network_mode",

@@ -9,7 +9,8 @@ per-phase `[agent]` / `[verifier]` tables (and each `[[steps]]`' own).
   backend gives (no network on bwrap and docker by default). A sandbox cannot switch its network
   between phases, so a task that needs the network in one phase and forbids it in another is
   unsupported.
-- **Workspace path** (`workdir`), **CPU and memory** (`cpus`, `memory_mb` / `memory`),
+- **Workspace path** (`workdir`), **CPU, memory and disk** (`cpus`, `memory_mb` / `memory`,
+  `storage_mb` / `storage`: limits where the backend enforces them, `SandboxBackend.task_limits`),
   **variables every command sees** (`[environment.env]`), **the agent's user** (`[agent] user`)
   and **an image of its own** (a Dockerfile in environment/, else `docker_image`).
 - **Features evalrun cannot provide** (`unsupported`): GPUs, TPUs, Windows containers, MCP
@@ -120,6 +121,7 @@ def sandbox_spec(
         network=network,
         cpus=table.cpus,
         memory_mb=table.memory_limit_mb,
+        storage_mb=table.storage_limit_mb,
         env=tuple(sorted(env.items())),
         user=config.agent.user,
     )

@@ -108,6 +108,8 @@ class EnvironmentTable(_Table):
     cpus: float | None = Field(default=None, gt=0)
     memory_mb: int | None = Field(default=None, gt=0)
     memory: str | None = None  # deprecated spelling: "2G"
+    storage_mb: int | None = Field(default=None, gt=0)
+    storage: str | None = None  # deprecated spelling: "10G"
     gpus: int | None = Field(default=None, ge=0)
     tpu: dict[str, Any] | None = None
     network_mode: NetworkMode | None = None
@@ -123,7 +125,7 @@ class EnvironmentTable(_Table):
     def _os_any_case(cls, value: Any) -> Any:
         return value.lower() if isinstance(value, str) else value
 
-    @field_validator("memory")
+    @field_validator("memory", "storage")
     @classmethod
     def _size(cls, value: str | None) -> str | None:
         if value is not None and not _SIZE.match(value):
@@ -133,10 +135,20 @@ class EnvironmentTable(_Table):
     @property
     def memory_limit_mb(self) -> int | None:
         """`memory_mb`, else the deprecated `memory` size in MB."""
-        if self.memory_mb is not None or self.memory is None:
-            return self.memory_mb
-        number, unit = _SIZE.match(self.memory).groups()  # type: ignore[union-attr]
-        return int(float(number) * {"g": 1024, "m": 1, "k": 1 / 1024}[unit.lower()])
+        return self.memory_mb if self.memory_mb is not None else _size_mb(self.memory)
+
+    @property
+    def storage_limit_mb(self) -> int | None:
+        """`storage_mb`, else the deprecated `storage` size in MB."""
+        return self.storage_mb if self.storage_mb is not None else _size_mb(self.storage)
+
+
+def _size_mb(size: str | None) -> int | None:
+    """A validated size ("2G", "512M") in MB, at least 1 (None stays None)."""
+    if size is None:
+        return None
+    number, unit = _SIZE.match(size).groups()  # type: ignore[union-attr]
+    return max(1, int(float(number) * {"g": 1024, "m": 1, "k": 1 / 1024}[unit.lower()]))
 
 
 class StepTable(_Table):

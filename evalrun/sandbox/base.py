@@ -160,7 +160,8 @@ class SandboxSpec:
     """What one task asks of its samples' sandboxes beyond the backend's configuration.
 
     `workdir`: the absolute path of the workspace inside the sandbox (None: the backend's own).
-    `cpus` / `memory_mb`: the task's own limits, replacing the backend's where it enforces them.
+    `cpus` / `memory_mb` / `storage_mb`: the task's own limits, replacing the backend's where it
+    enforces them (`SandboxBackend.task_limits`); elsewhere the backend's own limits apply.
     `env`: variables every command in the sandbox sees (already resolved on the host).
     `user`: the user commands run as (None: the backend's sandbox user).
     """
@@ -170,12 +171,18 @@ class SandboxSpec:
     network: Network = Network.unspecified
     cpus: float | None = None
     memory_mb: int | None = None
+    storage_mb: int | None = None
     env: tuple[tuple[str, str], ...] = field(default=())
     user: str | None = None
 
     @property
     def is_default(self) -> bool:
         return self == SandboxSpec()
+
+    def limits_asked(self) -> list[str]:
+        """The names of the task limits this spec sets (`cpus`, `memory_mb`, `storage_mb`)."""
+        asked = {"cpus": self.cpus, "memory_mb": self.memory_mb, "storage_mb": self.storage_mb}
+        return [name for name, value in asked.items() if value is not None]
 
 
 DEFAULT_SPEC = SandboxSpec()
@@ -186,6 +193,9 @@ class SandboxBackend(Protocol):
 
     name: str
     isolated: bool
+    task_limits: frozenset[str]
+    """Which of a task's own limits (`SandboxSpec.limits_asked`) this backend enforces;
+    planning warns once about the rest."""
 
     def preflight(self) -> None:
         """Raise `SandboxUnavailable` (a usage error) when this backend cannot run here; then

@@ -32,8 +32,9 @@ into reading or writing the host. A folder goes in as a tar stream through a pip
 
 What a task may ask (`SandboxSpec`): its workspace at another absolute path (`/app`: bound there
 instead of /workspace), no network (always honoured, also with `network: host`), the network
-(only with `network: host`), and variables every command sees. A task image cannot be given;
-the task's CPU and memory limits and users are not enforced (the limits below apply).
+(only with `network: host`), variables every command sees, and its own `memory_mb` and
+`storage_mb`, which replace `memory_mb` and `disk_mb` below for its samples. A task image cannot
+be given; the task's CPU limit and users are not enforced.
 
 Limits, counted only for this sample's processes:
 - `max_processes`: RLIMIT_NPROC inside the namespaces. The kernel never enforces it for host
@@ -64,6 +65,7 @@ import subprocess
 import tempfile
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from enum import Enum
 from functools import cached_property
 from pathlib import Path
@@ -85,7 +87,7 @@ from evalrun.sandbox.base import (
     sandbox_env,
 )
 from evalrun.sandbox.clear import clear_argv, clear_notes
-from evalrun.sandbox.limits import check_positive, disk_reason, host_disk_usage
+from evalrun.sandbox.limits import DiskLimit, check_positive, host_disk_usage
 from evalrun.sandbox.owner import (
     MARKER_FILE,
     PROCESS_MARKER,
@@ -126,6 +128,15 @@ _WRITE = (
 _UNTAR = 'mkdir -p -- "$1" && tar -x -p -f - -C "$1" || exit 5'
 
 
+@dataclass(frozen=True)
+class SampleLimits:
+    """What one sample's processes are held to: the task's own `memory_mb` and `storage_mb`
+    where it gives them, else the backend's `memory_mb` and `disk_mb`."""
+
+    memory_mb: int | None
+    disk: DiskLimit | None
+
+
 class Role(Enum):
     """Whose command it is: decides the private folder's mount, HOME and TMPDIR."""
 
@@ -151,6 +162,7 @@ class BwrapSandbox:
         group: Path | None = None,
     ):
         self.root = root
+        self.limits = backend.limits_for(spec)
         self.workdir = spec.workdir or WORKDIR
         self._backend = backend
         self._host_uid = host_uid
@@ -159,7 +171,7 @@ class BwrapSandbox:
         self._group = group
         self._home, self._tmp = "home", "tmp"  # folders under root, bound at HOME_DIR and /tmp
         self._agent_done = False
-        self.limit_poll_s = DISK_POLL_S if backend.disk_mb is not None else None
+        self.limit_poll_s = DISK_POLL_S if self.limits.disk is not None else None
 
     def _cwd(self, cwd: str | None) -> str:
         return os.path.normpath(os.path.join(self.workdir, cwd or "."))
@@ -216,6 +228,7 @@ class BwrapSandbox:
             home=self._home,
             tmp=self._tmp,
             group=self._group,
+            limits=self.limits,
         )
         try:
             return await run_process(
@@ -310,10 +323,10 @@ class BwrapSandbox:
         return clear_notes(result.stdout, self.workdir)
 
     async def over_limit(self) -> str | None:
-        if self._backend.disk_mb is None:
+        if self.limits.disk is None:
             return None
         used = await asyncio.to_thread(host_disk_usage, self.root)
-        return disk_reason(used, self._backend.disk_mb)
+        return self.limits.disk.reason(used)
 
 
 _CONF = BwrapSandboxConf()
@@ -324,6 +337,7 @@ class BwrapBackend:
 
     name = "bwrap"
     isolated = True
+    task_limits: frozenset[str] = frozenset({"memory_mb", "storage_mb"})  # no CPU limit
 
     def __init__(  # defaults: evalrun.config.BwrapSandboxConf, their one home
         self,
@@ -377,8 +391,13 @@ class BwrapBackend:
 
     @cached_property
     def memory_cgroups(self) -> cgroup.MemoryCgroups | None:
-        """Where samples' memory cgroups go; None: `memory_mb` falls back to RLIMIT_AS."""
-        return cgroup.find() if self.memory_mb is not None else None
+        """Where samples' memory cgroups go; None: a memory limit falls back to RLIMIT_AS."""
+        return cgroup.find()
+
+    def limits_for(self, spec: SandboxSpec) -> SampleLimits:
+        """The limits of a sample of a task asking `spec` (its own replace the backend's)."""
+        memory = spec.memory_mb if spec.memory_mb is not None else self.memory_mb
+        return SampleLimits(memory, DiskLimit.of(self.disk_mb, spec.storage_mb))
 
     @property
     def memory_enforcement(self) -> str:
@@ -414,14 +433,14 @@ class BwrapBackend:
             args.append("--disable-userns")
         return args
 
-    def _limits(self, group: Path | None) -> str:
+    def _limits(self, group: Path | None, limits: SampleLimits) -> str:
         lines = []
         if self.max_processes is not None:
             lines.append(f"ulimit -u {self.max_processes}")
-        if self.memory_mb is not None and group is None:
-            lines.append(f"ulimit -v {self.memory_mb * 1024}")
-        if self.disk_mb is not None:
-            lines.append(f"ulimit -f {self.disk_mb * 1024}")  # bash counts 1024-byte blocks
+        if limits.memory_mb is not None and group is None:
+            lines.append(f"ulimit -v {limits.memory_mb * 1024}")
+        if limits.disk is not None:
+            lines.append(f"ulimit -f {limits.disk.mb * 1024}")  # bash counts 1024-byte blocks
         return "; ".join([*lines, 'exec "$@"'])
 
     def command(
@@ -437,11 +456,13 @@ class BwrapBackend:
         home: str = "home",
         tmp: str = "tmp",
         group: Path | None = None,
+        limits: SampleLimits | None = None,
     ) -> list[str]:
         """The host argv that runs `argv` at in-sandbox `cwd` inside sample `root`'s sandbox,
         whose workspace is bound at `workdir`; `share_net` keeps the host's network; `home` and
         `tmp` name the folders under `root` bound at HOME_DIR and /tmp; `private_rw` makes the
-        private folder writable (the harness's own commands); `group` is the sample's cgroup."""
+        private folder writable (the harness's own commands); `group` is the sample's cgroup;
+        `limits` the sample's (None: the backend's own)."""
         prefix = cgroup.join_argv(group) if group is not None else []
         if host_uid is not None:
             uid = str(host_uid)
@@ -460,7 +481,8 @@ class BwrapBackend:
             mounts += ["--ro-bind", extra, extra]
         if share_net:  # the host's network, and what resolves names on it
             mounts += ["--share-net", "--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"]
-        wrapper = ["bash", "-c", self._limits(group), "evalrun-limits"]
+        limits = limits or self.limits_for(DEFAULT_SPEC)
+        wrapper = ["bash", "-c", self._limits(group, limits), "evalrun-limits"]
         return [
             *prefix,
             self._bwrap,
@@ -529,11 +551,11 @@ class BwrapBackend:
             )
         return None
 
-    def _new_group(self) -> Path | None:
-        if self.memory_cgroups is None or self.memory_mb is None:
+    def _new_group(self, memory_mb: int | None) -> Path | None:
+        if memory_mb is None or self.memory_cgroups is None:
             return None
         try:
-            return self.memory_cgroups.create(self.memory_mb, cgroup.next_serial())
+            return self.memory_cgroups.create(memory_mb, cgroup.next_serial())
         except OSError as exc:
             raise SandboxError(f"could not make the sample's memory cgroup: {exc}") from exc
 
@@ -552,7 +574,8 @@ class BwrapBackend:
         try:
             uid = self._next_uid()
             await asyncio.to_thread(_make_root, root, uid)
-            group = self._open[root] = await asyncio.to_thread(self._new_group)
+            memory_mb = self.limits_for(spec).memory_mb
+            group = self._open[root] = await asyncio.to_thread(self._new_group, memory_mb)
             yield BwrapSandbox(self, root, uid, spec, group)
         finally:
             await asyncio.to_thread(self._close, root, group)

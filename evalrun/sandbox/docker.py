@@ -29,10 +29,10 @@ What a task may ask (`SandboxSpec`): its own image (built offline from a Dockerf
 one that must be local or pullable), its workspace at another absolute path (also the image's
 `WORKDIR` when the task names none; made the sandbox user's), no network (always honoured: the
 container gets `network_mode=none` whatever `network` says), the network (only when `network`
-names one), its own `cpus` and `memory_mb` (replacing the configured limits), variables every
-command sees, and the user commands run as (a name or uid in the image; the verifier may run as
-another, `exec(..., user=...)`). An agent's install (`add_read_only`) is a derived layer under
-every one of these images alike (`sample_image`).
+names one), its own `cpus`, `memory_mb` and `storage_mb` (replacing the configured `cpus`,
+`memory` and `disk_mb`), variables every command sees, and the user commands run as (a name or
+uid in the image; the verifier may run as another, `exec(..., user=...)`). An agent's install
+(`add_read_only`) is a derived layer under every one of these images alike (`sample_image`).
 
 Every container carries the label `evalrun=1` and its owner (`<host>:<pid>` plus the process's
 start time) and is removed when its sample ends, also on cancellation and Ctrl-C; a second Ctrl-C
@@ -79,7 +79,7 @@ from evalrun.sandbox.base import (
 )
 from evalrun.sandbox.clear import clear_argv, clear_notes
 from evalrun.sandbox.container import ExecSession, end_agent_argv
-from evalrun.sandbox.limits import DU_SCRIPT, check_positive, disk_reason
+from evalrun.sandbox.limits import DU_SCRIPT, DiskLimit, check_positive
 from evalrun.sandbox.output import BoundedBuffer
 from evalrun.sandbox.owner import owner_alive, start_time
 from evalrun.sandbox.transfer import TarPipe, first_file, tar_dirs, tar_file
@@ -135,7 +135,8 @@ class DockerSandbox:
         self.owner_ids = started.owner_ids
         self._env = dict(started.env)
         self._agent_done = False
-        self.limit_poll_s = DISK_POLL_S if backend.disk_mb is not None else None
+        self._disk = started.disk
+        self.limit_poll_s = DISK_POLL_S if started.disk is not None else None
 
     def _abs(self, path: str) -> str:
         return posixpath.normpath(posixpath.join(self.workdir, path))
@@ -306,14 +307,14 @@ class DockerSandbox:
         return clear_notes(stdout, self.workdir)
 
     async def over_limit(self) -> str | None:
-        if self._backend.disk_mb is None:
+        if self._disk is None:
             return None
         folders = [self.workdir, HOME_DIR, "/tmp", "/var/tmp", PRIVATE_DIR]
         argv = ["timeout", "60", "bash", "-c", DU_SCRIPT, "evalrun-du", *folders]
         code, stdout, _ = await self._run(argv, "0")
         if code != 0 or not stdout.strip().isdigit():
             return None
-        return disk_reason(int(stdout.strip()) * 1024, self._backend.disk_mb)
+        return self._disk.reason(int(stdout.strip()) * 1024)
 
 
 def _engine_call(what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -368,6 +369,7 @@ class DockerBackend:
 
     name = "docker"
     isolated = True
+    task_limits: frozenset[str] = frozenset({"cpus", "memory_mb", "storage_mb"})
 
     def __init__(  # defaults: evalrun.config.DockerSandboxConf, their one home
         self,
@@ -518,11 +520,12 @@ class DockerBackend:
         workdir = spec.workdir or (self._image_workdir(image) if spec.image else None) or WORKDIR
         memory = f"{spec.memory_mb}m" if spec.memory_mb else self.memory
         cpus = spec.cpus or self.cpus
+        disk = DiskLimit.of(self.disk_mb, spec.storage_mb)
         from docker.types import Ulimit
 
         ulimits = []
-        if self.disk_mb is not None:  # RLIMIT_FSIZE, in bytes for Docker
-            ulimits.append(Ulimit(name="fsize", soft=self.disk_mb << 20, hard=self.disk_mb << 20))
+        if disk is not None:  # RLIMIT_FSIZE, in bytes for Docker
+            ulimits.append(Ulimit(name="fsize", soft=disk.mb << 20, hard=disk.mb << 20))
         container = self.client.containers.create(
             image,
             ["sleep", "infinity"],
@@ -572,7 +575,7 @@ class DockerBackend:
         except Exception:
             container.remove(force=True)
             raise
-        return container, Started(workdir, user, owner, spec.env)
+        return container, Started(workdir, user, owner, spec.env, disk)
 
     def _image_workdir(self, image: str) -> str | None:
         """The image's WORKDIR, when it names one other than /."""
@@ -695,6 +698,7 @@ class Started:
     user: str  # what `docker exec` runs commands as: uid:gid or a name
     owner_ids: tuple[int, int]  # who owns the files put into it
     env: tuple[tuple[str, str], ...]
+    disk: DiskLimit | None  # the sample's disk limit: the task's storage_mb, else disk_mb
 
 
 def _resolve_user(container: Any, user: str) -> tuple[str, tuple[int, int]]:

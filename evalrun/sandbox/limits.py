@@ -10,12 +10,16 @@ disk limit is two things together:
   agent phase how much the sample has written - workspace, home and temp folders - and ends the
   agent with the reason when it is at or over the limit. Many smaller files can overshoot the
   limit by what is written in one poll interval.
+
+The limit is the backend's `disk_mb`, or a task's own `storage_mb` (Harbor's `[environment]`),
+which replaces it for that task's samples (`DiskLimit.of`).
 """
 
 from __future__ import annotations
 
 import os
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 
 MIB = 1024 * 1024
@@ -53,14 +57,29 @@ def host_disk_usage(root: Path) -> int:
     return total
 
 
-def disk_reason(used_bytes: int, limit_mb: int) -> str | None:
-    """The watchdog's verdict: a reason when `used_bytes` is at or over `limit_mb`."""
-    if used_bytes < limit_mb * MIB:
-        return None
-    return (
-        f"workspace disk limit: the sample wrote {used_bytes / MIB:.0f} MiB, at or over "
-        f"sandbox.disk_mb={limit_mb}"
-    )
+@dataclass(frozen=True)
+class DiskLimit:
+    """One sample's disk limit, and the knob it came from (its reason names it)."""
+
+    mb: int
+    knob: str  # "sandbox.disk_mb", or "the task's storage_mb"
+
+    @classmethod
+    def of(cls, configured_mb: int | None, task_mb: int | None) -> DiskLimit | None:
+        """The task's `storage_mb` when it has one (it replaces the backend's), else the
+        backend's `disk_mb`; None: no disk limit."""
+        if task_mb is not None:
+            return cls(task_mb, "the task's storage_mb")
+        return cls(configured_mb, "sandbox.disk_mb") if configured_mb is not None else None
+
+    def reason(self, used_bytes: int) -> str | None:
+        """The watchdog's verdict: a reason when `used_bytes` is at or over the limit."""
+        if used_bytes < self.mb * MIB:
+            return None
+        return (
+            f"workspace disk limit: the sample wrote {used_bytes / MIB:.0f} MiB, at or over "
+            f"{self.knob}={self.mb}"
+        )
 
 
 def check_positive(knob: str, value: float | None) -> None:

@@ -8,8 +8,8 @@ What a task may ask (`SandboxSpec`): `network=none` runs every command in a netw
 of its own (`unshare --net`; as a non-root user with `--map-current-user`), so a task that must
 have no network has none here either - where this host cannot do that, such tasks are skipped.
 `env` is added to every command's environment. A task image or a workspace at a fixed path
-cannot be given (the workspace is a temp folder); CPU and memory limits and users are not
-enforced.
+cannot be given (the workspace is a temp folder); CPU, memory and disk limits and users are
+not enforced.
 
 What the harness still does here, knowing an adversarial agent can defeat every part of it:
 every command carries `EVALRUN_SANDBOX=<its sample's temp root>` in its environment, and
@@ -168,6 +168,7 @@ class LocalBackend:
 
     name = "local"
     isolated = False
+    task_limits: frozenset[str] = frozenset()  # a temp folder on the host: no limits at all
 
     def __init__(
         self,

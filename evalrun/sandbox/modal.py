@@ -23,7 +23,8 @@ Docker: an allow-listed environment, a session of their own, the whole tree kill
 
 What a task may ask (`SandboxSpec`): no network (`block_network=True` for its sandboxes, always),
 the network (only with `block_network: false`), its own `cpus` and `memory_mb`, and variables
-every command sees. A task image or a workspace at another path cannot be given here.
+every command sees. A task image or a workspace at another path cannot be given here, and a
+task's `storage_mb` is not enforced (this backend has no disk limit).
 
 Folders go in as a tar streamed into a `tar -x` exec's stdin, never whole in memory. `end_agent`
 kills every process outside PID 1's session and its own, as on Docker, and checks.
@@ -340,6 +341,7 @@ class ModalBackend:
 
     name = "modal"
     isolated = True
+    task_limits: frozenset[str] = frozenset({"cpus", "memory_mb"})  # no disk limit
 
     def __init__(  # defaults: evalrun.config.ModalSandboxConf, their one home
         self,

@@ -1,5 +1,6 @@
-"""Resource limits and leftovers: a sample's disk limit on the isolated backends, and what a run
-killed outright leaves behind being removed by the next start on local and bwrap.
+"""Resource limits and leftovers: a sample's disk limit on the isolated backends (the backend's
+`disk_mb`, or a Harbor task's own `storage_mb`), a Harbor task's `memory_mb` on bwrap, and what a
+run killed outright leaves behind being removed by the next start on local and bwrap.
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ import pytest
 
 from evalrun.engine import Limits, run_sample
 from evalrun.records import AgentResult, Outcome
+from evalrun.sandbox import cgroup
 from evalrun.sandbox.base import Sandbox
 from evalrun.sandbox.owner import MARKER_FILE
 from evalrun.tasks import load_task
-from tests.conftest import REPO
+from tests.conftest import REPO, require_engine
 from tests.sandbox.conftest import backend_params, build_backend, host_pids_with
 
 LIMITS = Limits(setup_s=60, agent_s=120, verify_s=60, max_retries=0, retry_backoff_s=0.01)
@@ -71,6 +73,75 @@ def test_a_5_gb_write_is_stopped_at_the_disk_limit(backend_id, script, request, 
         assert f"size={DISK_MB * 1024 * 1024}" in agent.seen, agent.seen
     else:
         assert "WROTE-ALL" not in agent.seen
+
+
+def harbor_limits_task(root: Path, environment: str):
+    """A Harbor task whose `[environment]` table is `environment` (its limits), loaded."""
+    from tests.test_harbor import harbor_task
+
+    return load_task(harbor_task(root, files={"task.toml": f"[environment]\n{environment}"}))
+
+
+@pytest.mark.parametrize("backend_id", backend_params(["bwrap", "docker"]))
+def test_a_harbor_tasks_storage_mb_is_its_samples_disk_limit(backend_id, request, tmp_path):
+    backend = build_backend(backend_id, request)
+    assert backend.disk_mb > 1024  # type: ignore[attr-defined]  # the default: far above the task's
+    task = harbor_limits_task(tmp_path, f"storage_mb = {DISK_MB}\n")
+    agent = Writer(ONE_5GB_FILE)
+    rec = asyncio.run(run_sample(task, 0, agent, backend, LIMITS, "limits"))
+    assert rec.outcome is Outcome.failed
+    error = rec.agent.error or ""
+    assert "stopped: workspace disk limit" in error, error
+    assert f"at or over the task's storage_mb={DISK_MB}" in error
+    assert f"size={DISK_MB * 1024 * 1024}" in agent.seen, agent.seen  # the file stopped there
+    assert not agent.finished
+
+
+class Prober:
+    """Runs each command once in the agent phase and keeps what it printed on stdout."""
+
+    name = "prober"
+
+    def __init__(self, *commands: str):
+        self.commands = commands
+        self.seen: list[str] = []
+
+    def preflight(self) -> None:
+        return None
+
+    async def run(self, task, sandbox: Sandbox) -> AgentResult:
+        for command in self.commands:
+            done = await sandbox.exec(command, timeout_s=60)
+            self.seen.append(done.stdout)
+        return AgentResult(output="probed")
+
+
+HOG = 'python3 -c \'import time; x = b"x" * (120 << 20); time.sleep(2); print("held")\''
+
+
+@pytest.mark.bwrap
+def test_a_harbor_tasks_memory_mb_is_its_bwrap_samples_memory_limit(request, tmp_path):
+    backend = build_backend("bwrap", request)  # sandbox.memory_mb: TEST_MEMORY_MB, > 3 x 120 MiB
+    assert backend.memory_mb >= 512  # type: ignore[attr-defined]
+    require_engine(backend.memory_cgroups is not None, "a memory cgroup (evalrun as root)")
+    task = harbor_limits_task(tmp_path, "memory_mb = 300\n")
+    agent = Prober(HOG, f"for i in 1 2 3; do {HOG} & done; wait")
+    asyncio.run(run_sample(task, 0, agent, backend, LIMITS, "limits"))
+    alone, together = agent.seen
+    assert alone.split() == ["held"], alone  # 120 MiB fits under the task's 300
+    assert together.count("held") < 3, together  # 3 x 120 MiB do not: the kernel ended one
+
+
+@pytest.mark.bwrap
+def test_without_a_cgroup_a_tasks_memory_mb_is_the_per_process_limit(
+    request, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(cgroup, "find", lambda: None)
+    backend = build_backend("bwrap", request)
+    task = harbor_limits_task(tmp_path, "memory_mb = 256\n")
+    agent = Prober("ulimit -v")
+    asyncio.run(run_sample(task, 0, agent, backend, LIMITS, "limits"))
+    assert agent.seen == [f"{256 * 1024}\n"]
 
 
 def _roots_of(pid: int) -> list[Path]:
