@@ -28,8 +28,8 @@ from evalrun.agents.noop import NoopAgent
 from evalrun.agents.oracle import OracleAgent, OverlayAgent
 from evalrun.console import styled
 from evalrun.engine import Limits, run_sample
-from evalrun.plan import CANNOT_LOAD, SkippedTask
-from evalrun.records import Outcome, SampleRecord
+from evalrun.plan import CANNOT_LOAD
+from evalrun.records import Outcome, SampleRecord, SkippedEntry
 from evalrun.sandbox.base import SandboxBackend
 from evalrun.tamper import (
     ATTACKS,
@@ -148,7 +148,7 @@ class Verdicts:
 def report(
     results: list[ProbeResult],
     console: Console,
-    skipped: Sequence[SkippedTask] = (),
+    skipped: Sequence[SkippedEntry] = (),
     isolated: bool = True,
 ) -> Verdicts:
     """Print the per-task table (a row for each task that cannot load or cannot run here, with
@@ -184,10 +184,10 @@ def report(
         mark = styled(
             "[red]cannot load[/]" if task.kind == CANNOT_LOAD else "[yellow]cannot run[/]"
         )
-        table.add_row(Text(task.task_id), "", "", "", "", mark)
+        table.add_row(Text(task.id), "", "", "", "", mark)
     console.print(table)
     for task in skipped:
-        console.print(styled("[yellow]{}[/] {}:", task.task_id, task.kind), task.reason)
+        console.print(styled("[yellow]{}[/] {}:", task.id, task.kind), task.reason)
     for task_id in (*verdicts.dishonest, *verdicts.gameable):
         for r in by_task[task_id]:
             if r.honest:

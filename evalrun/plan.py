@@ -5,7 +5,7 @@ redacted resolved config, the limits, and the instantiated components. Nothing a
 reads the raw config. A bad selection or a bad component is a `UsageError` here.
 
 A task folder that cannot load, or a task the sandbox cannot host, does not stop the run: it is
-a `SkippedTask` (reported now, kept in plan.json and listed again when the run ends), unless it
+a `SkippedEntry` (reported now, kept in plan.json and listed again when the run ends), unless it
 was named in `ids=` - then it is a `UsageError`. What the loaders want said (keys a foreign
 format's runner ignores) is printed once, here.
 """
@@ -53,19 +53,6 @@ EXIT_UNLOADABLE = 4  # the run finished, but task folders of the suite could not
 
 
 @dataclass(frozen=True)
-class SkippedTask:
-    """A task of the suite that does not run: `kind` is `cannot load` (its folder is broken) or
-    `cannot run` (the sandbox cannot host it); `reason` names the file/key or what is missing."""
-
-    task_id: str
-    kind: str
-    reason: str
-
-    def to_json(self) -> dict[str, str]:
-        return {"id": self.task_id, "kind": self.kind, "reason": self.reason}
-
-
-@dataclass(frozen=True)
 class RunPlan:
     run_id: str
     run_dir: Path
@@ -83,13 +70,13 @@ class RunPlan:
     judge: Judge = field(repr=False, default_factory=NoJudge)
     suite: str = "tasks"  # or "probes"
     max_errors: int = 0  # more harness errors than this: the run exits EXIT_ERRORS
-    skipped: tuple[SkippedTask, ...] = ()
+    skipped: tuple[SkippedEntry, ...] = ()
     warnings: tuple[str, ...] = ()
     secrets: SecretValues = field(repr=False, default_factory=SecretValues)
     new_dir: bool = False  # run_dir is a template (`runs/${now:...}-eval`): claim a fresh one
 
     @property
-    def unloadable(self) -> list[SkippedTask]:
+    def unloadable(self) -> list[SkippedEntry]:
         return [s for s in self.skipped if s.kind == CANNOT_LOAD]
 
     @property
@@ -133,7 +120,7 @@ class RunPlan:
             ],
             cells=len(self.cells),
             provenance=reproduction_info(self.tasks_dir),  # install kind, git shas, versions
-            skipped=[SkippedEntry(**s.to_json()) for s in self.skipped],
+            skipped=list(self.skipped),
         )
 
 
@@ -242,7 +229,7 @@ def load_for_suite(
     return scan_suite(folder, reward_threshold=reward_threshold, strict=strict)
 
 
-def refuse_unloadable(suite: Suite, ids: list[str]) -> list[SkippedTask]:
+def refuse_unloadable(suite: Suite, ids: list[str]) -> list[SkippedEntry]:
     """The suite's broken folders as skipped tasks; a `UsageError` when one is named in `ids`
     or when nothing at all could load."""
     broken = {u.task_id: u for u in suite.unloadable}
@@ -254,7 +241,9 @@ def refuse_unloadable(suite: Suite, ids: list[str]) -> list[SkippedTask]:
     if broken and not suite.tasks:
         lines = "\n".join(f"  {u.describe()}" for u in suite.unloadable)
         raise UsageError(f"no task in {suite.tasks_dir} could be loaded:\n{lines}")
-    return [SkippedTask(u.task_id, CANNOT_LOAD, u.describe()) for u in suite.unloadable]
+    return [
+        SkippedEntry(id=u.task_id, kind=CANNOT_LOAD, reason=u.describe()) for u in suite.unloadable
+    ]
 
 
 def agent_for_suite(suite: str, agent: Agent) -> Agent:
@@ -317,7 +306,9 @@ def build(cfg: DictConfig) -> RunPlan:
     # A task the backend cannot host (e.g. one needing its own image off docker) is skipped
     # with its reason, or refused when named in ids; the limit applies to what can run.
     tasks, unrunnable = runnable_on(chosen, backend, explicit=bool(ids))
-    skipped += [SkippedTask(task_id, CANNOT_RUN, reason) for task_id, reason in unrunnable]
+    skipped += [
+        SkippedEntry(id=task_id, kind=CANNOT_RUN, reason=reason) for task_id, reason in unrunnable
+    ]
     if cfg.limit is not None:
         tasks = select(tasks, tags=[], difficulty=[], ids=[], limit=cfg.limit)
     refuse_large_setups(tasks, cfg.setup_max_mb)
@@ -357,15 +348,15 @@ def build(cfg: DictConfig) -> RunPlan:
     return plan
 
 
-def say_skipped(skipped: Sequence[SkippedTask], console: Console) -> None:
+def say_skipped(skipped: Sequence[SkippedEntry], console: Console) -> None:
     """The tasks that did not run and why (the end of a run lists them again)."""
     if skipped:
         console.print(styled("[yellow]{} tasks of the suite did not run:[/]", len(skipped)))
     for task in skipped:
-        console.print(f"  {task.task_id} ({task.kind}): {task.reason}")
+        console.print(f"  {task.id} ({task.kind}): {task.reason}")
 
 
-def say_loading(warnings: list[str], skipped: list[SkippedTask]) -> None:
+def say_loading(warnings: list[str], skipped: list[SkippedEntry]) -> None:
     """On stderr, once per run: the loaders' warnings, then every task that will not run."""
     if not warnings and not skipped:
         return
@@ -381,7 +372,7 @@ def say_loading(warnings: list[str], skipped: list[SkippedTask]) -> None:
         for warning in warnings:
             console.print(f"  {warning}")
     for task in skipped:
-        console.print(styled("[yellow]skipped[/] {} ({}):", task.task_id, task.kind), task.reason)
+        console.print(styled("[yellow]skipped[/] {} ({}):", task.id, task.kind), task.reason)
 
 
 def without_unhostable(plan: RunPlan, scope: RunScope) -> RunPlan:
@@ -389,18 +380,18 @@ def without_unhostable(plan: RunPlan, scope: RunScope) -> RunPlan:
     e.g. a prebuilt image with no python3 for an agent preset's gateway forwarder), each
     skipped with its reason before any sample starts; a plan with nothing left is refused."""
     kept: list[Task] = []
-    skipped: list[SkippedTask] = []
+    skipped: list[SkippedEntry] = []
     for task in plan.tasks:
         spec = task.format.sandbox_spec
         reason = None if spec.is_default else scope.cannot_host(spec)
         if reason is None:
             kept.append(task)
         else:
-            skipped.append(SkippedTask(task.id, CANNOT_RUN, reason))
+            skipped.append(SkippedEntry(id=task.id, kind=CANNOT_RUN, reason=reason))
     if not skipped:
         return plan
     if not kept:
-        lines = "\n".join(f"  {task.task_id}: {task.reason}" for task in skipped)
+        lines = "\n".join(f"  {task.id}: {task.reason}" for task in skipped)
         raise UsageError(f"agent={plan.agent.name} can run none of the selected tasks:\n{lines}")
     say_loading([], skipped)
     return replace(plan, tasks=tuple(kept), skipped=(*plan.skipped, *skipped))

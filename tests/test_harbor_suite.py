@@ -136,7 +136,7 @@ def test_naming_a_broken_folder_in_ids_is_an_error():
 
 def test_bwrap_without_a_network_skips_the_task_that_needs_one():
     plan = build(compose_config([f"tasks_dir={SUITE}", "sandbox=bwrap", "run_dir=/tmp/x"]))
-    skipped = {s.task_id: s.reason for s in plan.skipped}
+    skipped = {s.id: s.reason for s in plan.skipped}
     assert skipped["needs-network"].startswith("needs the network; sandbox=bwrap has none")
     assert "no-network" in [t.id for t in plan.tasks]
 
