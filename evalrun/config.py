@@ -287,6 +287,7 @@ class OnlineConfig:
     pass_threshold: float = 0.5  # a thread passes when every judge scores at least this
     judges: list[CriterionConf] = field(default_factory=list)
     judges_file: str | None = None  # a YAML file with a judges: list (a task.yaml works)
+    metrics: list[str] = field(default_factory=list)  # opik's built-in conversation metrics
     input_key: str | None = None  # dotted path to the user text in a trace's input
     output_key: str | None = None  # ... to the assistant text in a trace's output
     workers: int = 4

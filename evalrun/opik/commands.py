@@ -24,10 +24,12 @@ from evalrun.errors import UsageError
 USAGE = """forms:
   evalrun online project=<opik-project> [judge=<option>] [since=2026-11-01] [limit=200]
                  [sample_rate=0.1] [budget_usd=2] [level=threads|traces] [profile=<name>]
+                 [metrics=[user_frustration_score,session_completeness_quality,...]]
   evalrun online resume=<run-dir> [budget_usd=...]
   evalrun online rule create project=<opik-project> [judge=<option>] [sample_rate=0.1]
   evalrun online rule list [project=<opik-project>]
-Settings and the bundled judge texts: conf/online.yaml; docs/opik.md, "Online evaluation"."""
+Settings, the bundled judge texts and the built-in metrics: conf/online.yaml; docs/opik.md,
+"Online evaluation"."""
 
 
 def expand_resume(args: list[str]) -> list[str]:

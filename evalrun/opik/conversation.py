@@ -139,18 +139,31 @@ def metered_model(judge: Any, meter: Meter) -> Any:
     return judge.chat_model(MeteredChatModel)
 
 
-def conversation_metric(criterion: Any, geval: Any, attempts: int, backoff_s: float) -> Any:
-    """An opik ConversationThreadMetric scoring the rendered conversation with `geval`.
+def _failed(criterion: Any, attempts: int, exc: Exception) -> Any:
+    from opik.evaluation.metrics import score_result
 
-    A judgement that fails is tried `attempts` times in all (`evalrun.retry`: exponential
-    backoff, at most RETRY_MAX_WAIT_S between tries) and then returned as a failed score with the
-    error as its reason - never as 0."""
+    first_line = next(iter(str(exc).strip().splitlines()), "")
+    return score_result.ScoreResult(
+        name=criterion.name,
+        value=0.0,
+        reason=f"judge {criterion.model} failed after {max(1, attempts)} "
+        f"attempt(s): {type(exc).__name__}: {first_line}"[:500],
+        scoring_failed=True,
+    )
+
+
+def _judged_metric(
+    criterion: Any, attempts: int, backoff_s: float, judge_once: Callable, label: str
+) -> Any:
+    """An opik ConversationThreadMetric: `judge_once(conversation)` -> (value, reason), tried
+    `attempts` times in all (`evalrun.retry`: exponential backoff, at most RETRY_MAX_WAIT_S
+    between tries) and then returned as a failed score with the error as its reason - never 0."""
     from opik.evaluation.metrics import score_result
     from opik.evaluation.metrics.conversation.conversation_thread_metric import (
         ConversationThreadMetric,
     )
 
-    class GEvalConversation(ConversationThreadMetric):
+    class JudgedConversation(ConversationThreadMetric):
         def __init__(self) -> None:
             super().__init__(name=criterion.name, track=False)
             self._seen = threading.local()
@@ -163,22 +176,41 @@ def conversation_metric(criterion: Any, geval: Any, attempts: int, backoff_s: fl
             self._seen.text = None
 
         def __str__(self) -> str:  # what opik writes into the evaluation trace's input
-            return f"G-Eval {criterion.name} ({criterion.model}, {criterion.marker})"
+            return f"{label} {criterion.name} ({criterion.model}, {criterion.marker})"
 
         def score(self, conversation: Any, **_: Any) -> Any:
-            text = self._seen.text = render(conversation)
+            self._seen.text = render(conversation)
             retryer = retrying(attempts, backoff_s, on_error=True, max_wait_s=RETRY_MAX_WAIT_S)
             try:
-                value, reason = retryer(geval_score, geval, text)
+                value, reason = retryer(judge_once, conversation, self._seen.text)
             except Exception as exc:
-                first_line = next(iter(str(exc).strip().splitlines()), "")
-                return score_result.ScoreResult(
-                    name=criterion.name,
-                    value=0.0,
-                    reason=f"judge {criterion.model} failed after {max(1, attempts)} "
-                    f"attempt(s): {type(exc).__name__}: {first_line}"[:500],
-                    scoring_failed=True,
-                )
+                return _failed(criterion, attempts, exc)
             return score_result.ScoreResult(name=criterion.name, value=value, reason=reason)
 
-    return GEvalConversation()
+    return JudgedConversation()
+
+
+def conversation_metric(criterion: Any, geval: Any, attempts: int, backoff_s: float) -> Any:
+    """The G-Eval criterion scoring the rendered conversation with `geval` (see _judged_metric)."""
+    return _judged_metric(
+        criterion, attempts, backoff_s, lambda _, text: geval_score(geval, text), "G-Eval"
+    )
+
+
+def builtin_metric(criterion: Any, model: Any, attempts: int, backoff_s: float) -> Any:
+    """Opik's own conversation metric `criterion.metric` (`criteria.BUILTIN_METRICS`) on the
+    judge's model, given the conversation as opik built it (see _judged_metric)."""
+    from opik.evaluation.metrics import conversation
+
+    from evalrun.opik.criteria import BUILTIN_METRICS
+
+    cls = getattr(conversation, BUILTIN_METRICS[criterion.metric][0])
+    metric = cls(model=model, name=criterion.name, track=False)
+
+    def judge_once(turns: Any, _: str) -> tuple[float, str]:
+        result = metric.score(turns)
+        if result.scoring_failed:
+            raise RuntimeError(result.reason or "the metric gave no score")
+        return float(result.value), str(result.reason or "")
+
+    return _judged_metric(criterion, attempts, backoff_s, judge_once, "opik metric")

@@ -1,4 +1,5 @@
-"""Judging threads `workers` at a time, inside a budget, with the same G-Eval as offline.
+"""Judging threads `workers` at a time, inside a budget, with the same G-Eval as offline (and
+opik's built-in conversation metrics named in `metrics:`, on the same judge model).
 
 `JudgeLoop.run(todo, on_done)` submits one job per thread to a thread pool, hands each finished
 job to `on_done` in the main thread (which records and sends it), and stops submitting when:
@@ -19,7 +20,13 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
-from evalrun.opik.conversation import Meter, conversation_metric, metered_model, transforms
+from evalrun.opik.conversation import (
+    Meter,
+    builtin_metric,
+    conversation_metric,
+    metered_model,
+    transforms,
+)
 from evalrun.opik.criteria import Criterion
 from evalrun.opik.settings import OnlineSettings
 from evalrun.opik.source import Judged, Unit
@@ -33,9 +40,12 @@ class JudgeLoop:
     ):
         self.source, self.criteria, self.meter, self.s = source, criteria, meter, s
         model = metered_model(judge, meter)
+        attempts, backoff = s.judge_attempts, s.retry_backoff_s
         self.metrics = {
-            c.name: conversation_metric(
-                c, judge.geval(c.spec, model), s.judge_attempts, s.retry_backoff_s
+            c.name: (
+                conversation_metric(c, judge.geval(c.spec, model), attempts, backoff)
+                if c.spec is not None
+                else builtin_metric(c, model, attempts, backoff)
             )
             for c in criteria
         }

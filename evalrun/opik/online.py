@@ -7,7 +7,8 @@
    judge already scored with the same judge config (the config hash on their feedback scores);
    keep those `sample_rate` picks - a seeded hash of the thread id, so the same threads are picked
    every time - and the first `limit` of them (newest first). That choice is plan.json.
-3. Judge them, `workers` at a time, through opik's thread evaluation with the G-Eval criteria;
+3. Judge them, `workers` at a time, through opik's thread evaluation with the G-Eval criteria
+   (and opik's built-in conversation metrics named in `metrics:`);
    each result is appended to samples.jsonl first, then its scores are sent to Opik as feedback
    on that thread. Judging stops before the judge's spend would pass `budget_usd`.
 4. Summarise (mean per judge with its interval, worst threads with reasons), print, gate.

@@ -129,7 +129,14 @@ def desired_code(criterion: Criterion, chain_of_thought: str, cfg: Any, model: s
 
 def create_rules(cfg: Any, console: Console) -> int:
     s = read_settings(cfg)
-    judge, criteria = build_criteria(cfg)
+    judge, every = build_criteria(cfg)
+    criteria = [c for c in every if c.spec is not None]  # built-in metrics have no rule text
+    for metric in (c for c in every if c.spec is None):
+        console.print(
+            f"skipped    {metric.name}  (an opik built-in metric: no judge text to make a rule of)",
+            highlight=False,
+            soft_wrap=True,
+        )
     meter = Meter(price=judge_price(cfg, judge.model, None))
     client = connect(destination(cfg.tracker, s.project))
     project_id = _project_id(client, s.project)
@@ -172,6 +179,7 @@ def create_rules(cfg: Any, console: Console) -> int:
                 soft_wrap=True,
             )
             continue
+        assert criterion.spec is not None
         geval = judge.geval(criterion.spec, metered_model(judge, meter))
         code = desired_code(criterion, geval.llm_chain_of_thought(), cfg, model)
         if current is None:

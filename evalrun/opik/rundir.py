@@ -137,19 +137,23 @@ def planned(run_dir: Path) -> dict[str, str] | None:
 def verdict(
     judged: Judged, criteria: list[Criterion], threshold: float
 ) -> tuple[Outcome, str | None]:
-    """pass: every judge scored at least `threshold`; error: nothing judged or a judge failed."""
+    """pass: every judge scored at least `threshold` (a lower-is-better metric such as
+    user_frustration_score: at most 1 - `threshold`); error: nothing judged or a judge failed."""
     by_name = {r.name: r for r in judged.results}
+    lower = {c.name for c in criteria if not c.higher_is_better}
     if not judged.results:
         return Outcome.error, "nothing to judge: no assistant message found in the conversation"
     failed = [c.name for c in criteria if c.name in by_name and by_name[c.name].scoring_failed]
     if failed:
         name = failed[0]
         return Outcome.error, f"judge {name} gave no score: {by_name[name].reason}"
-    low = [(float(r.value), r) for r in judged.results if float(r.value) < threshold]
+    goodness = {r.name: 1.0 - r.value if r.name in lower else r.value for r in judged.results}
+    low = [r for r in judged.results if float(goodness[r.name]) < threshold]
     if not low:
         return Outcome.passed, None
-    value, worst = min(low, key=lambda pair: pair[0])
-    return Outcome.failed, f"{worst.name} {value:.2f} < {threshold:g}: {worst.reason}"[:1000]
+    worst = min(low, key=lambda r: float(goodness[r.name]))
+    bound = f"> {1 - threshold:g}" if worst.name in lower else f"< {threshold:g}"
+    return Outcome.failed, f"{worst.name} {worst.value:.2f} {bound}: {worst.reason}"[:1000]
 
 
 def record(

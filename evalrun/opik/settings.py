@@ -13,7 +13,7 @@ from typing import Any
 
 from evalrun.errors import UsageError, bad_value
 from evalrun.judges import build_judge
-from evalrun.opik.criteria import Criterion, load_specs
+from evalrun.opik.criteria import Criterion, load_config
 from evalrun.opik.geval import GEvalJudge
 from evalrun.opik.link import OpikDestination
 from evalrun.pricing import Price, resolve_price
@@ -93,20 +93,25 @@ def read_settings(cfg: Any, *, need_project: bool = True) -> OnlineSettings:
 
 
 def build_criteria(cfg: Any, *, preflight: bool = True) -> tuple[GEvalJudge, list[Criterion]]:
-    """The judge from the `judge=` group (as offline) and one criterion per judge text."""
+    """The judge from the `judge=` group (as offline) and one criterion per judge text, then one
+    per built-in metric (`metrics:`)."""
     judge = build_judge(cfg.judge)
     if not isinstance(judge, GEvalJudge):
         raise UsageError(
             f"judge={judge.name}: online evaluation needs a judge model - pick one with "
             "judge=<option> (conf/judge/) or set EVAL_JUDGE_MODEL with judge=default"
         )
+    specs, metrics = load_config(cfg.judges, cfg.metrics, cfg.judges_file)
     if preflight:
         try:
             judge.preflight()
         except UsageError as exc:  # judge=none is no way out here: online needs a judge
             raise UsageError(str(exc).replace(", or use judge=none", "")) from None
-    specs = load_specs(cfg.judges, cfg.judges_file)
-    return judge, [Criterion(spec, judge.model or "") for spec in specs]
+    model = judge.model or ""
+    return judge, [
+        *(Criterion(spec, model) for spec in specs),
+        *(Criterion(None, model, metric=name) for name in metrics),
+    ]
 
 
 def judge_price(cfg: Any, model: str | None, budget_usd: float | None) -> Price | None:

@@ -156,3 +156,12 @@ def test_traces_level_makes_trace_rules_with_input_and_output_variables(live, mo
 def test_an_unknown_project_is_a_clear_error(opik, model, tmp_path, capsys):
     assert create(model, tmp_path, "project=nope") == 2
     assert "Opik has no project named 'nope'" in capsys.readouterr().err
+
+
+def test_a_builtin_metric_gets_no_rule_and_says_so(live, model, tmp_path, capsys):
+    assert create(model, tmp_path, "metrics=[user_frustration_score]") == 0
+    assert {r["name"] for r in live.rules.values()} == {
+        "evalrun request_resolved",
+        "evalrun honest_reporting",
+    }
+    assert "skipped    user_frustration_score" in capsys.readouterr().out
