@@ -52,6 +52,7 @@ def main() -> None:
     args = parser.parse_args()
     os.environ["ONLINE_JUDGE_KEY"] = "sk-bench"
     import litellm  # noqa: F401 - its import (seconds) is not per-thread overhead
+
     threads = {
         f"t-{n:04d}": [(f"q{n}", "a [quality 6]"), (f"q{n} again", "b [quality 7]")]
         for n in range(args.threads)

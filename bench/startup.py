@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-BARE_APP = '''
+BARE_APP = """
 import hydra
 from omegaconf import OmegaConf
 
@@ -32,7 +32,7 @@ def main(cfg):
     print(OmegaConf.to_yaml(cfg))
 
 main()
-'''
+"""
 BARE_CONFIG = "defaults:\n  - db: mysql\n  - _self_\nname: bare\n"
 BARE_GROUP = "driver: mysql\nuser: omry\n"
 
@@ -76,9 +76,21 @@ def main() -> None:
         work.mkdir()
         cli = f"{COUNT}; from evalrun.cli import main; main()"
         rows = [
-            ("bare Hydra app", [py, "-c", f"{COUNT}; import runpy, sys; sys.argv=['app.py']; "
-                                 f"runpy.run_path({str(app)!r}, run_name='__main__')"], root),
-            ("evalrun dry_run=true", [py, "-c", cli.replace("main()", "main(['dry_run=true'])")], work),
+            (
+                "bare Hydra app",
+                [
+                    py,
+                    "-c",
+                    f"{COUNT}; import runpy, sys; sys.argv=['app.py']; "
+                    f"runpy.run_path({str(app)!r}, run_name='__main__')",
+                ],
+                root,
+            ),
+            (
+                "evalrun dry_run=true",
+                [py, "-c", cli.replace("main()", "main(['dry_run=true'])")],
+                work,
+            ),
             ("evalrun --help", [py, "-c", cli.replace("main()", "main(['--help'])")], work),
         ]
         results = [(name, *timed(argv, cwd, args.runs)) for name, argv, cwd in rows]

@@ -262,4 +262,3 @@ def unenforced_limits(tasks: Sequence[Task], backend: SandboxBackend) -> list[st
         shown = ", ".join(ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
         lines.append(f"{name} of {len(ids)} task(s) ({shown})")
     return lines
-

@@ -118,7 +118,10 @@ def test_a_non_positive_timeout_exits_2_before_anything_runs(suite, tmp_path):
     run_dir = tmp_path / "run"
     proc = evalrun(f"tasks_dir={suite}", f"run_dir={run_dir}", "agent=noop", "timeouts.agent_s=-5")
     assert proc.returncode == 2
-    assert proc.stderr.strip() == "error: timeouts.agent_s: expected a positive number of seconds, got -5.0"
+    assert (
+        proc.stderr.strip()
+        == "error: timeouts.agent_s: expected a positive number of seconds, got -5.0"
+    )
     assert not run_dir.exists()
 
 
