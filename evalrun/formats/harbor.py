@@ -536,4 +536,9 @@ async def _fresh_verifier_dir(sandbox: Sandbox, container: bool) -> str:
     raise OSError(f"could not make a fresh verifier folder ({'; '.join(errors)})")
 
 
-_FRESH_DIR = 'd=${1:-$TMPDIR/verifier}; rm -rf -- "$d" && mkdir -p -- "$d" && printf %s "$d"'
+# An empty folder the verifier can write: made, or emptied (a container's /logs/verifier is made
+# fresh by `Sandbox.end_agent` in a parent the verifier's user cannot write).
+_FRESH_DIR = (
+    'd=${1:-$TMPDIR/verifier}; mkdir -p -- "$d" && find "$d" -mindepth 1 -delete && [ -w "$d" ] '
+    '&& printf %s "$d"'
+)

@@ -270,6 +270,21 @@ def _verdict(result: ExecResult, timeout_s: float) -> Verdict:
         reason = f"verify.sh timed out after {timeout_s:g}s"
         return Verdict(Outcome.failed, reason, None, output, result.duration_s, timed_out=True)
     if result.exit_code == 0:
-        return Verdict(Outcome.passed, None, 0, output, result.duration_s)
+        said = _fail_line(result.stdout + "\n" + result.stderr)
+        if said is None:
+            return Verdict(Outcome.passed, None, 0, output, result.duration_s)
+        # The status says pass, the output says fail: a status rewritten on its way to the
+        # harness, or a verifier that lost its own verdict. Never a silent pass.
+        reason = f"{VERIFY_SCRIPT} exited 0 but printed {said!r}: its status and output disagree"
+        return Verdict(Outcome.failed, reason, 0, output, result.duration_s)
     reason = failure_reason(output, result.exit_code, VERIFY_SCRIPT)
     return Verdict(Outcome.failed, reason, result.exit_code, output, result.duration_s)
+
+
+def _fail_line(output: str) -> str | None:
+    """The first line a verifier prints to say it failed (`FAIL...`, as `failure_reason` reads
+    them), cut to 200 characters; None when there is none."""
+    for line in output.splitlines():
+        if line.startswith("FAIL"):
+            return line[:200]
+    return None

@@ -23,7 +23,10 @@ live in a host temp root that is removed when the sandbox closes.
 Since mounts are made per command, each command is run in one of three roles (`Role`): the
 agent's (private folder read-only), the harness's (private folder writable: copying files in,
 the answer file, clearing paths before the hidden verifier goes in) and, after `end_agent`, the
-verifier's (the agent's user, a fresh HOME and TMPDIR, private folder read-only).
+verifier's (the agent's user, a fresh HOME and TMPDIR, private folder read-only, and shielded:
+a seccomp filter refuses ptrace and cross-process memory calls and /proc is read-only, so the
+agent's code a verifier runs cannot reach bubblewrap's init, which reports the exit status, or
+any process of the verifier - `evalrun.sandbox.seccomp`).
 
 Files move in and out by running `tar`, `cat` and `base64` inside the sandbox, never by host-side
 path arithmetic: a symlink the agent planted (`verify.sh -> /host/file`) is then resolved inside
@@ -97,6 +100,7 @@ from evalrun.sandbox.owner import (
     sweep_roots,
 )
 from evalrun.sandbox.process import run_process
+from evalrun.sandbox.seccomp import NO_TRACE_FILTER
 from evalrun.sandbox.transfer import TarPipe
 
 SANDBOX_UID = 1000
@@ -217,6 +221,7 @@ class BwrapSandbox:
             verifier=role is Role.verifier,
         )
         full_env[PROCESS_MARKER] = str(self.root)
+        shield = _shield_fd() if role is Role.verifier else None
         host_argv = self._backend.command(
             self.root,
             self._host_uid,
@@ -229,6 +234,7 @@ class BwrapSandbox:
             tmp=self._tmp,
             group=self._group,
             limits=self.limits,
+            shield_fd=shield,
         )
         try:
             return await run_process(
@@ -238,9 +244,13 @@ class BwrapSandbox:
                 timeout_s=timeout_s,
                 output_limit=output_limit or self._backend.output_limit,
                 stdin=stdin,
+                pass_fds=() if shield is None else (shield,),
             )
         except OSError as exc:
             raise SandboxError(f"could not start bubblewrap: {exc}") from exc
+        finally:
+            if shield is not None:
+                os.close(shield)
 
     async def _transfer(
         self,
@@ -457,12 +467,15 @@ class BwrapBackend:
         tmp: str = "tmp",
         group: Path | None = None,
         limits: SampleLimits | None = None,
+        shield_fd: int | None = None,
     ) -> list[str]:
         """The host argv that runs `argv` at in-sandbox `cwd` inside sample `root`'s sandbox,
         whose workspace is bound at `workdir`; `share_net` keeps the host's network; `home` and
         `tmp` name the folders under `root` bound at HOME_DIR and /tmp; `private_rw` makes the
         private folder writable (the harness's own commands); `group` is the sample's cgroup;
-        `limits` the sample's (None: the backend's own)."""
+        `limits` the sample's (None: the backend's own). `shield_fd` (a verifier's command) is a
+        file descriptor holding `evalrun.sandbox.seccomp`'s filter: no process of the command
+        may then trace another, and /proc is read-only (no writing another's memory)."""
         prefix = cgroup.join_argv(group) if group is not None else []
         if host_uid is not None:
             uid = str(host_uid)
@@ -481,6 +494,8 @@ class BwrapBackend:
             mounts += ["--ro-bind", extra, extra]
         if share_net:  # the host's network, and what resolves names on it
             mounts += ["--share-net", "--ro-bind-try", "/etc/resolv.conf", "/etc/resolv.conf"]
+        if shield_fd is not None:
+            mounts += ["--remount-ro", "/proc", "--seccomp", str(shield_fd)]
         limits = limits or self.limits_for(DEFAULT_SPEC)
         wrapper = ["bash", "-c", self._limits(group, limits), "evalrun-limits"]
         return [
@@ -593,6 +608,15 @@ class BwrapBackend:
     def abandon(self) -> None:
         for root, group in list(self._open.items()):
             self._close(root, group)
+
+
+def _shield_fd() -> int:
+    """A file descriptor reading the verifier's seccomp filter from its start (bwrap reads it
+    once, as the command starts); the caller closes it."""
+    fd = os.memfd_create("evalrun-no-trace", os.MFD_CLOEXEC)
+    os.write(fd, NO_TRACE_FILTER)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 def _make_root(root: Path, host_uid: int | None) -> None:

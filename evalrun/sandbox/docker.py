@@ -2,7 +2,8 @@
 
 Each sample gets a fresh container from `image` (default `evalrun-base:bookworm`, built offline by
 `scripts/build-base-image.sh`) with `network_mode=none`, memory / CPU / pids limits, all but a few
-capabilities dropped and `no-new-privileges`. Docker's init (tini) is PID 1 and reaps orphans;
+capabilities dropped, `no-new-privileges` and a read-only /proc (no process can write another's
+memory through /proc/<pid>/mem). Docker's init (tini) is PID 1 and reaps orphans;
 `sleep infinity` keeps the container alive. Nothing of the host is mounted: the workspace, the
 hidden verify/ files and the agent's answer go in with `put_archive` (a tar streamed from a
 pipe) and come out with `get_archive` (streamed, bounded), so a container never sees the tasks
@@ -11,17 +12,23 @@ folder, the run directory or the host's home.
 ```
 /workspace     the sample's workspace (`workdir`), the agent's user's
 /evalrun       the harness's private folder (`private_dir`): root's, not writable by the agent
-  exec/        exec pid files (the agent's user's: its commands write them)
+  exec/        exec pid files and staged writes: root's alone
   verifier-*   the verifier's fresh HOME and TMPDIR, made when the agent phase ends
 /home/agent    HOME, empty;  /tmp  TMPDIR
+/logs/agent    the agent's user's (Harbor agents write their logs here)
+/logs/verifier root's during the agent phase; made fresh for the verifier when it ends
 ```
 
-Commands run as `user` through `evalrun.sandbox.container.ExecSession` (an allow-listed
-environment, a session of their own, the whole tree killed on timeout). If the killer itself
+Commands run through `evalrun.sandbox.container.ExecSession` (an allow-listed environment, a
+session of their own, the whole tree killed on timeout): `docker exec` starts its wrapper as
+root, which runs the command as `user` and reports its status - out of reach of the command, and
+of a verifier's command in particular, which also runs under the no-trace seccomp filter. If the killer itself
 cannot run - a fork bomb has taken every pid - or the output stream stays open after the kill,
 the container is restarted: every process in it dies, its files stay. `write_file` during the
 agent phase writes as `user` too (staged, then copied by the agent's user), so a path the agent
 chooses can never reach what only root may write; the harness's own writes afterwards are root's.
+A FIFO, socket or device the agent leaves where the harness reads a file is refused unread (an
+`OSError`: the workspace's state, graded against the agent).
 `end_agent` kills every process outside PID 1's session as root and checks (a restart if any
 survives). `disk_mb` is RLIMIT_FSIZE for every process plus a watchdog (`du` as root).
 
@@ -78,7 +85,7 @@ from evalrun.sandbox.base import (
     sandbox_env,
 )
 from evalrun.sandbox.clear import clear_argv, clear_notes
-from evalrun.sandbox.container import ExecSession, end_agent_argv
+from evalrun.sandbox.container import AS_USER, ExecSession, as_user_args, end_agent_argv
 from evalrun.sandbox.limits import DU_SCRIPT, DiskLimit, check_positive
 from evalrun.sandbox.output import BoundedBuffer
 from evalrun.sandbox.owner import owner_alive, start_time
@@ -99,11 +106,30 @@ KILL_GRACE_S = 3.0  # after the killer ran, how long the output stream may take 
 ROOT_TIMEOUT_S = 120  # a harness command as root (clear, du) is ended after this long
 DISK_POLL_S = 2.0  # the disk watchdog's `du` is an exec: ask less often than on bwrap
 MAX_READ_BYTES = 64 * 1024 * 1024
+# Go's os.FileMode bits, as the engine reports a path's mode: a folder; a FIFO, socket, device,
+# character device or irregular file.
+GO_MODE_DIR = 1 << 31
+GO_MODE_SPECIAL = (1 << 25) | (1 << 24) | (1 << 26) | (1 << 21) | (1 << 19)
+VERIFIER_LOGS = "/logs/verifier"  # Harbor verifiers write their reward here
 ABANDON_TIMEOUT_S = 20.0
-# As the agent's user: copy a staged file ($2) to its target ($1). Exit 4/5: a directory / refused.
+# As root: copy a staged file ($1, root's) to its target ($2) through a process of the agent's
+# user (as_user's arguments follow), so that a path the agent chose can only reach what its user
+# may write. Exit 4/5: a directory / refused.
 _COPY_STAGED = (
-    'trap \'rm -f -- "$2"\' EXIT; [ -d "$1" ] && exit 4; [ -p "$1" ] && exit 5; '
-    'mkdir -p -- "$(dirname -- "$1")" && cat -- "$2" > "$1" || exit 5'
+    AS_USER
+    + r"""
+staged=$1 target=$2
+shift 2
+trap 'rm -f -- "$staged"' EXIT
+as_user "$@" bash -c '[ -d "$1" ] && exit 4; [ -p "$1" ] && exit 5
+  mkdir -p -- "$(dirname -- "$1")" && cat > "$1" || exit 5' evalrun-write "$target" <"$staged"
+"""
+)
+# A task image's first command, as root: hand the workspace ($2) to the sandbox user ($1), and
+# check the image can run commands as that user (`evalrun.sandbox.container.AS_USER`).
+_ADOPT = (
+    'chown -R -- "$1" "$2" || exit 1; '
+    "command -v setpriv >/dev/null || command -v python3 >/dev/null || exit 3"
 )
 BUILD_HINT = "build it offline with scripts/build-base-image.sh (or `evalrun image build`)"
 ENGINE_HINT = (
@@ -136,6 +162,7 @@ class DockerSandbox:
         self._env = dict(started.env)
         self._agent_done = False
         self._disk = started.disk
+        self._users: dict[str, tuple[int, int]] = {}  # exec(user=...) names -> (uid, gid)
         self.limit_poll_s = DISK_POLL_S if started.disk is not None else None
 
     def _abs(self, path: str) -> str:
@@ -164,15 +191,13 @@ class DockerSandbox:
             verifier=self._agent_done,
         )
         session = ExecSession.new(EXEC_DIR)
-        wrapped = session.argv(argv, cwd=self._abs(cwd or "."), env=full_env)
+        ids = self.owner_ids if user is None else await self._ids_of(user)
+        wrapped = session.argv(
+            argv, cwd=self._abs(cwd or "."), env=full_env, user=ids, shield=self._agent_done
+        )
         started = time.monotonic()
         created = await self._call(
-            "exec",
-            self._api.exec_create,
-            self._container.id,
-            wrapped,
-            stdin=False,
-            user=user or self.user,
+            "exec", self._api.exec_create, self._container.id, wrapped, stdin=False, user="0"
         )
         exec_id = created["Id"]
         sock = await self._call("exec", self._api.exec_start, exec_id, socket=True)
@@ -218,6 +243,13 @@ class DockerSandbox:
             return
         _close_socket(sock)
 
+    async def _ids_of(self, user: str) -> tuple[int, int]:
+        """(uid, gid) of a user named as `exec(user=...)` takes it, looked up once."""
+        if user not in self._users:
+            found = await self._call("user lookup", _resolve_user, self._container, user)
+            self._users[user] = found[1]
+        return self._users[user]
+
     async def _run(self, argv: Sequence[str], user: str) -> tuple[int, str, str]:
         """A short harness command (no session, no timeout of ours): (exit code, stdout, stderr)."""
         result = await self._call(
@@ -235,13 +267,13 @@ class DockerSandbox:
             archive = tar_file(target.lstrip("/"), payload, owner)
             await self._call("put_archive", self._container.put_archive, "/", archive)
             return
-        # The agent's write, made by the agent's user: staged where only it and root can look.
+        # The agent's write, made by the agent's user from a copy staged where only root looks.
         staged = f"{EXEC_DIR}/stage-{uuid.uuid4().hex}"
-        archive = tar_file(staged.lstrip("/"), payload, self.owner_ids, mode=0o600)
+        archive = tar_file(staged.lstrip("/"), payload, (0, 0), mode=0o600)
         await self._call("put_archive", self._container.put_archive, "/", archive)
-        code, _, stderr = await self._run(
-            ["bash", "-c", _COPY_STAGED, "evalrun-write", target, staged], self.user
-        )
+        copy = ["bash", "-c", _COPY_STAGED, "evalrun-write", staged, target]
+        argv = ["timeout", str(ROOT_TIMEOUT_S), *copy, *as_user_args(self.owner_ids, False)]
+        code, _, stderr = await self._run(argv, "0")
         if code == 4:
             raise IsADirectoryError(f"is a directory in the sandbox: {target}")
         if code != 0:
@@ -261,11 +293,14 @@ class DockerSandbox:
             if stat.get("linkTarget"):
                 target = stat["linkTarget"]
                 continue
-            if stat.get("mode", 0) & (1 << 31):
+            mode = stat.get("mode", 0)
+            if mode & GO_MODE_DIR:
                 raise IsADirectoryError(f"is a directory in the sandbox: {target}")
+            if mode & GO_MODE_SPECIAL:  # a FIFO, socket or device the agent left: not read
+                raise OSError(errno.EINVAL, "not a regular file in the sandbox", target)
             data = await self._call("get_archive", first_file, chunks, MAX_READ_BYTES)
             if data is None:
-                raise SandboxError(f"docker returned no file for {target}")
+                raise OSError(errno.EINVAL, "not a regular file in the sandbox", target)
             if len(data) > MAX_READ_BYTES:
                 raise OSError(errno.EFBIG, f"larger than {MAX_READ_BYTES} bytes, not read", path)
             return data
@@ -285,7 +320,7 @@ class DockerSandbox:
                 raise SandboxError(f"reading {host_dir} to copy it in failed: {exc}") from exc
 
     async def end_agent(self) -> None:
-        argv = end_agent_argv(self.owner_ids, VERIFIER_HOME, VERIFIER_TMP)
+        argv = end_agent_argv(self.owner_ids, VERIFIER_HOME, VERIFIER_TMP, [VERIFIER_LOGS])
         code, _, stderr = await self._run(argv, "0")
         if code != 0:  # a process outran the killer: a restart ends them all, files stay
             await self._call("restart", self._container.restart, timeout=0)
@@ -526,9 +561,8 @@ class DockerBackend:
         ulimits = []
         if disk is not None:  # RLIMIT_FSIZE, in bytes for Docker
             ulimits.append(Ulimit(name="fsize", soft=disk.mb << 20, hard=disk.mb << 20))
-        container = self.client.containers.create(
-            image,
-            ["sleep", "infinity"],
+        api = self.client.api
+        host_config = api.create_host_config(
             init=True,
             network_mode="none" if spec.network is Network.none else self.network,
             mem_limit=memory,
@@ -539,9 +573,18 @@ class DockerBackend:
             cap_add=CAPABILITIES,
             security_opt=["no-new-privileges"],
             ulimits=ulimits,
+            binds={path: {"bind": path, "mode": "ro"} for path in self.live_mounts},
+        )
+        # /proc read-only (the SDK has no keyword for it): no process writes another's memory
+        # through /proc/<pid>/mem; the engine's own read-only /proc paths are all under it.
+        host_config["ReadonlyPaths"] = ["/proc"]
+        created = api.create_container(
+            image,
+            ["sleep", "infinity"],
+            host_config=host_config,
             working_dir=workdir,
             hostname="sandbox",
-            volumes={path: {"bind": path, "mode": "ro"} for path in self.live_mounts},
+            volumes=list(self.live_mounts),
             labels={
                 LABEL: "1",
                 OWNER_LABEL: self.owner_label,
@@ -550,6 +593,7 @@ class DockerBackend:
                 **({KEEP_LABEL: "1"} if self.keep_workspaces else {}),
             },
         )
+        container = self.client.containers.prepare_model({"Id": created["Id"]})
         try:
             user, owner = self.user, self.owner_ids
             if spec.user is not None:
@@ -559,15 +603,23 @@ class DockerBackend:
                 workdir: (0o755, owner),
                 HOME_DIR: (0o755, owner),
                 PRIVATE_DIR: (0o755, root),  # the harness's: the agent may read, never write
-                EXEC_DIR: (0o700, owner),  # its commands' pid files (and staged writes)
-                "/logs": (0o755, owner),  # Harbor verifiers write /logs/verifier/reward.txt
-                "/logs/verifier": (0o755, owner),
+                EXEC_DIR: (0o700, root),  # exec pid files and staged writes: root's alone
+                "/logs": (0o755, root),
+                "/logs/agent": (0o755, owner),  # Harbor agents write their logs here
+                # Harbor verifiers write their reward here: root's until the agent phase ends,
+                # then made fresh for the verifier (`end_agent`)
+                VERIFIER_LOGS: (0o755, root),
             }
             container.put_archive("/", tar_dirs({k[1:]: v for k, v in folders.items()}))
             container.start()
             if spec.image is not None:  # the image's files in the workspace become the user's
-                chown = ["chown", "-R", f"{owner[0]}:{owner[1]}", "--", workdir]
-                done = container.exec_run(chown, user="0")
+                owned = f"{owner[0]}:{owner[1]}"
+                done = container.exec_run(["bash", "-c", _ADOPT, "adopt", owned, workdir], user="0")
+                if done.exit_code == 3:
+                    raise SandboxError(
+                        "the task's image has neither setpriv (util-linux) nor python3, so "
+                        "evalrun cannot run commands in it as the sandbox user"
+                    )
                 if done.exit_code != 0:
                     raise SandboxError(
                         f"could not hand {workdir} to the sandbox user: {done.output!r}"

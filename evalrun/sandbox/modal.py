@@ -170,7 +170,10 @@ class ModalSandbox:
             verifier=self._agent_done,
         )
         session = ExecSession.new(EXEC_DIR)
-        wrapped = session.argv(argv, cwd=self._abs(cwd or "."), env=full_env)
+        # every command runs as root here: the verifier's is shielded (the no-trace filter)
+        wrapped = session.argv(
+            argv, cwd=self._abs(cwd or "."), env=full_env, shield=self._agent_done
+        )
         backstop = None if timeout_s is None else math.ceil(timeout_s) + EXEC_TIMEOUT_MARGIN_S
         started = time.monotonic()
         try:

@@ -46,11 +46,13 @@ async def run_process(
     timeout_s: float | None,
     output_limit: int,
     stdin: bytes | int | None = None,
+    pass_fds: tuple[int, ...] = (),
 ) -> ExecResult:
     """Run `argv` in its own session; on timeout or cancellation SIGKILL the whole group.
 
     `stdin` is bytes to feed, or a file descriptor the process reads (a pipe another thread
-    writes: nothing is buffered here; the caller keeps and closes its own copy).
+    writes: nothing is buffered here; the caller keeps and closes its own copy). `pass_fds` are
+    inherited by the process at the same numbers (the caller closes its copies afterwards).
     Leftover background children are killed when the main process exits too, so nothing a
     sample started outlives it.
     """
@@ -67,6 +69,7 @@ async def run_process(
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         start_new_session=True,
+        pass_fds=pass_fds,
     )
     out, err = BoundedBuffer(output_limit), BoundedBuffer(output_limit)
     assert proc.stdout is not None and proc.stderr is not None

@@ -135,3 +135,76 @@ def test_the_agents_file_tool_cannot_write_what_its_user_cannot(
     assert len(agent.refused) == 2, agent.refused
     assert rec.outcome is Outcome.failed, (rec.reason, rec.verify_output)
     assert "FAIL: the hidden check failed" in (rec.reason or "")
+
+
+# --- the verdict cannot be forged from inside the verifier's process tree ---------------------
+
+# The verifier runs the workspace's module, then fails without printing a FAIL line: nothing but
+# its exit status says it failed, so only the shield stands between a forged status and a PASS.
+SILENT_VERIFY = 'python3 -c "import mod"; sleep 1; exit 1\n'
+REACH = """\
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_void_p]
+pid = os.getppid()
+reached = []
+for target in sorted({1, pid}):
+    if libc.ptrace(16, target, None, None) == 0:  # PTRACE_ATTACH
+        reached.append(f"ptrace {target}")
+    try:
+        open(f"/proc/{target}/mem", "r+b").close()
+        reached.append(f"mem {target}")
+    except OSError:
+        pass
+print("reached:", reached)
+"""
+
+
+class ForgingAgent:
+    """Leaves the task unsolved; its module, when the verifier runs it, detaches a process that
+    rewrites the code of every process above it to exit 0 (`evalrun.tamper.FORGE`)."""
+
+    name = "forger"
+
+    def preflight(self) -> None:
+        return None
+
+    async def run(self, task, sandbox: Sandbox) -> AgentResult:
+        from evalrun.tamper import FORGE
+
+        await sandbox.write_file("mod.py", "VALUE = 1\n" + FORGE)
+        return AgentResult(output="done")
+
+
+def test_a_forged_exit_status_does_not_reach_the_harness(
+    isolated_backend: SandboxBackend, make_task
+):
+    task = load_task(make_task(files={"verify/verify.sh": SILENT_VERIFY}))
+    rec = asyncio.run(run_sample(task, 0, ForgingAgent(), isolated_backend, LIMITS, "forge"))
+    assert rec.outcome is Outcome.failed, (rec.reason, rec.verify_output)
+    assert rec.verify_exit_code == 1
+
+
+def test_a_verifiers_child_reaches_no_process_above_it(isolated_backend: SandboxBackend):
+    async def probe() -> tuple[str, str]:
+        async with isolated_backend.open("reach") as box:
+            await box.write_file("reach.py", REACH)
+            agent = await box.exec(["python3", "reach.py"], timeout_s=60)
+            await box.end_agent()
+            verifier = await box.exec(["python3", "reach.py"], timeout_s=60)
+            return agent.stdout, verifier.stdout
+
+    during_agent, during_verifier = asyncio.run(probe())
+    assert "reached:" in during_agent, during_agent  # the probe ran (the agent may debug)
+    assert "reached: []" in during_verifier, during_verifier
+
+
+def test_a_verdict_whose_output_says_fail_is_no_pass(isolated_backend: SandboxBackend, make_task):
+    """exit 0 with a FAIL line: a status rewritten on its way, or a verifier that lost its own
+    verdict - graded fail, with the disagreement named."""
+    task = load_task(
+        make_task(files={"verify/verify.sh": 'echo "FAIL: 2 of 5 checks failed"; exit 0\n'})
+    )
+    rec = asyncio.run(run_sample(task, 0, RootPathWriter(), isolated_backend, LIMITS, "disagree"))
+    assert rec.outcome is Outcome.failed
+    assert "exited 0 but printed 'FAIL: 2 of 5 checks failed'" in (rec.reason or ""), rec.reason
