@@ -32,13 +32,25 @@ def bad_value(key: str, expected: str, got: object) -> UsageError:
 
 
 class TaskFormatError(UsageError):
-    """A task folder breaks the task-folder contract."""
+    """A task folder breaks the task-folder contract. `line` and `column`, when known, say where
+    in `path`, written `path:line:column:` as compilers and editors read it."""
 
-    def __init__(self, path: Path | str, message: str, field: str | None = None):
+    def __init__(
+        self,
+        path: Path | str,
+        message: str,
+        field: str | None = None,
+        *,
+        line: int | None = None,
+        column: int | None = None,
+    ):
         self.path = Path(path)
         self.field = field
+        self.line = line
+        self.column = column if line is not None else None
         self.reason = message
-        where = f"{self.path}" + (f": field '{field}'" if field else "")
+        at = "".join(f":{n}" for n in (self.line, self.column) if n is not None)
+        where = f"{self.path}{at}" + (f": field '{field}'" if field else "")
         super().__init__(f"{where}: {message}")
 
 

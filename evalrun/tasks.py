@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evalrun.errors import TaskFormatError, UsageError, bad_value
-from evalrun.formats import native
+from evalrun.formats import native, verifier_lint
 from evalrun.formats.base import (
     HARBOR_TASK_FILE,
     Difficulty,
@@ -161,14 +161,25 @@ class Unloadable:
     path: Path
     field: str | None
     reason: str
+    line: int | None = None
+    column: int | None = None
+
+    @classmethod
+    def of(cls, folder: Path, error: TaskFormatError) -> Unloadable:
+        return cls(folder, error.path, error.field, error.reason, error.line, error.column)
 
     @property
     def task_id(self) -> str:
         return self.folder.name
 
+    def error(self) -> TaskFormatError:
+        return TaskFormatError(
+            self.path, self.reason, self.field, line=self.line, column=self.column
+        )
+
     def describe(self) -> str:
-        """`<file>: field '<key>': <reason>`, as the `TaskFormatError` said it."""
-        return str(TaskFormatError(self.path, self.reason, self.field))
+        """`<file>[:<line>[:<column>]]: field '<key>': <reason>`, as the error said it."""
+        return str(self.error())
 
 
 @dataclass(frozen=True)
@@ -193,11 +204,13 @@ def scan_suite(tasks_dir: Path, *, reward_threshold: float = 1.0, strict: bool =
         raise bad_value("reward_threshold", "a positive number", reward_threshold)
     suite = Suite(tasks_dir, [])
     seen: dict[str, Path] = {}
-    for folder in sorted(p for p in tasks_dir.iterdir() if is_task_folder(p)):
+    folders = sorted(p for p in tasks_dir.iterdir() if is_task_folder(p))
+    screen_scripts(folders)
+    for folder in folders:
         try:
             task = load_task(folder, reward_threshold=reward_threshold, strict=strict)
         except TaskFormatError as exc:
-            suite.unloadable.append(Unloadable(folder, exc.path, exc.field, exc.reason))
+            suite.unloadable.append(Unloadable.of(folder, exc))
             continue
         if task.id in seen:
             raise TaskFormatError(
@@ -214,6 +227,21 @@ def scan_suite(tasks_dir: Path, *, reward_threshold: float = 1.0, strict: bool =
     return suite
 
 
+def screen_scripts(folders: Sequence[Path]) -> None:
+    """Parse every shell script the folders' formats check at load in one bash process, before
+    they load one by one: a `bash -n` each would be a process per script at every start-up
+    (see `formats.verifier_lint`). A folder of neither format is left to `load_task` to refuse."""
+    scripts: list[Path] = []
+    for folder in folders:
+        if (folder / TASK_FILE).is_file():
+            scripts += native.shell_scripts(TaskLayout(folder))
+        elif (folder / HARBOR_TASK_FILE).is_file():
+            from evalrun.formats import harbor
+
+            scripts += harbor.test_scripts(harbor.HarborLayout(folder))
+    verifier_lint.screen(scripts)
+
+
 def load_suite(
     tasks_dir: Path, *, reward_threshold: float = 1.0, strict: bool = False
 ) -> list[Task]:
@@ -221,8 +249,7 @@ def load_suite(
     its `TaskFormatError` (for tools and tests that need the whole suite)."""
     suite = scan_suite(tasks_dir, reward_threshold=reward_threshold, strict=strict)
     if suite.unloadable:
-        bad = suite.unloadable[0]
-        raise TaskFormatError(bad.path, bad.reason, bad.field)
+        raise suite.unloadable[0].error()
     return suite.tasks
 
 

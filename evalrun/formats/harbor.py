@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from evalrun.errors import TaskFormatError
+from evalrun.formats import verifier_lint
 from evalrun.formats.base import (
     HARBOR_TASK_FILE,
     Difficulty,
@@ -248,6 +249,8 @@ def load(
             raise TaskFormatError(
                 layout.test_script, "missing: a Harbor task needs tests/test.sh (the verifier)"
             )
+    step_names = [step.name for step in config.steps or ()]
+    verifier_lint.refuse(verifier_lint.bash_faults(test_scripts(layout, step_names)))
     spec = TaskSpec(
         id=folder.name,
         prompt=prompt,
@@ -257,6 +260,20 @@ def load(
         agent_timeout_s=config.agent.timeout_sec,
     )
     return spec, fmt
+
+
+def test_scripts(layout: HarborLayout, steps: Sequence[str] | None = None) -> list[Path]:
+    """tests/test.sh and the test.sh of each step (`steps`: those task.toml names; None: every
+    steps/<name>/ folder) that exist. Only these are parsed at load (`bash -n`): a bash syntax
+    error fails in every bash, but the Python under tests/ runs on the task image's Python, which
+    may accept syntax the host's refuses - and Harbor's own runner would run it."""
+    folders = (
+        [layout.step_dir(name) for name in steps]
+        if steps is not None
+        else sorted(p for p in (layout.root / "steps").glob("*") if p.is_dir())
+    )
+    candidates = [layout.test_script, *(folder / "tests" / TEST_SCRIPT for folder in folders)]
+    return [path for path in candidates if path.is_file()]
 
 
 def _kept(raw: Mapping[str, Any]) -> dict[str, Any]:

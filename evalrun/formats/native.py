@@ -20,6 +20,7 @@ removed, and its stdout is the final answer.
 
 from __future__ import annotations
 
+import os
 import posixpath
 import shlex
 import shutil
@@ -37,6 +38,7 @@ from pydantic import ValidationError
 
 from evalrun import yamlio
 from evalrun.errors import TaskFormatError
+from evalrun.formats import verifier_lint
 from evalrun.formats.base import (
     SetupFailed,
     StepPlan,
@@ -134,7 +136,47 @@ def load(folder: Path) -> tuple[TaskSpec, NativeFormat]:
         raise TaskFormatError(
             layout.verify_script, "missing: the oracle verify/verify.sh is required"
         )
+    verifier_lint.refuse(static_faults(layout))
     return spec, NativeFormat(layout)
+
+
+def shell_scripts(layout: TaskLayout) -> list[Path]:
+    """The scripts of the task's author that bash runs: every *.sh of verify/, setup/setup.sh
+    and each overlay's solve.sh. Not setup/'s other files: those are the agent's to fix."""
+    return _own_scripts(layout, _files(layout.verify_dir))
+
+
+def static_faults(layout: TaskLayout) -> list[verifier_lint.Fault]:
+    """What would fail every sample before any agent acts (see `verifier_lint`): scripts bash
+    cannot parse, verifier Python that does not compile, and verify.sh running a file of verify/'s
+    own folders that is not there (paths that the workspace also has are the agent's: skipped)."""
+    overlays = [layout.setup_dir, layout.solution_dir, *layout.wrong_dirs, *layout.tamper_dirs]
+    workspace = {p.name for o in overlays if o.is_dir() for p in o.iterdir()}
+    verify = layout.verify_dir
+    verify_files = _files(verify)
+    return [
+        *verifier_lint.bash_faults(_own_scripts(layout, verify_files)),
+        *verifier_lint.python_faults([p for p in verify_files if p.suffix == ".py"]),
+        *verifier_lint.missing_runs(layout.verify_script, verify, workspace, f"{verify.name}/"),
+    ]
+
+
+def _own_scripts(layout: TaskLayout, verify_files: list[Path]) -> list[Path]:
+    overlays = [layout.solution_dir, *layout.wrong_dirs, *layout.tamper_dirs]
+    return [
+        *(p for p in verify_files if p.suffix == ".sh"),
+        *(p for p in [layout.setup_dir / SETUP_SCRIPT] if p.is_file()),
+        *(p for p in (o / SOLVE_SCRIPT for o in overlays) if p.is_file()),
+    ]
+
+
+def _files(folder: Path) -> list[Path]:
+    """Every file below `folder`, sorted, leaving out __pycache__ and the like."""
+    found = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = [d for d in dirnames if d not in IGNORED_NAMES]
+        found += [Path(dirpath, n) for n in filenames if n not in IGNORED_NAMES]
+    return sorted(found)
 
 
 @cache
