@@ -22,8 +22,9 @@ folder, the run directory or the host's home.
 Commands run through `evalrun.sandbox.container.ExecSession` (an allow-listed environment, a
 session of their own, the whole tree killed on timeout): `docker exec` starts its wrapper as
 root, which runs the command as `user` and reports its status - out of reach of the command, and
-of a verifier's command in particular, which also runs under the no-trace seccomp filter. If the killer itself
-cannot run - a fork bomb has taken every pid - or the output stream stays open after the kill,
+of a verifier's command in particular, which also runs under the no-trace seccomp filter. If the
+killer itself cannot run - a fork bomb has taken every pid - or the output stream stays open
+after the kill,
 the container is restarted: every process in it dies, its files stay. `write_file` during the
 agent phase writes as `user` too (staged, then copied by the agent's user), so a path the agent
 chooses can never reach what only root may write; the harness's own writes afterwards are root's.
