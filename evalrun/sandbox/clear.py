@@ -12,12 +12,18 @@ from collections.abc import Sequence
 
 CLEAR_SCRIPT = r"""
 status=0
+checked=
 for p in "$@"; do
-  parent=$(dirname -- "$p")
-  if [ -d "$parent" ] && [ ! -L "$parent" ] \
+  case "$p" in  # dirname without a process per path; a parent is checked once in a row
+    */) parent=$(dirname -- "$p") ;;
+    */*) parent=${p%/*}; parent=${parent:-/} ;;
+    *) parent=. ;;
+  esac
+  if [ "$parent" != "$checked" ] && [ -d "$parent" ] && [ ! -L "$parent" ] \
      && [ -n "$(find "$parent" -maxdepth 0 ! -perm -u=rwx 2>/dev/null)" ]; then
     chmod u+rwx -- "$parent" 2>/dev/null && printf 'restored\t%s\n' "$parent"
   fi
+  checked=$parent
   if [ -e "$p" ] || [ -L "$p" ]; then
     if [ -d "$p" ] && [ ! -L "$p" ]; then chmod -R u+rwX -- "$p" 2>/dev/null; fi
     rm -rf -- "$p" 2>/dev/null
