@@ -7,9 +7,11 @@ the generic attacks of `evalrun.tamper` plus the task's own `tamper/<name>/` ove
 reward-based formats PASS means a reward at or above the run's `reward_threshold`.
 
 An oracle that fails one of the first three is *dishonest* (too weak, broken or flaky); one that
-only a reward hack beats (a PASS, or an `error` the hack caused) is *gameable*, and the hack is
-named. Either way `check` exits 1. On a backend that is not isolated only the attacks the verifier
-itself must stop run; the harness's defences are proven on isolated backends.
+only a reward hack beats (a PASS, or an `error` the hack caused) is *gameable*: each hack that
+won is named on a line of its own with the fix (`evalrun.check_fixes`), saying when verifier
+hardening was off for the task or cannot help. Either way `check` exits 1. On a backend that is
+not isolated only the attacks the verifier itself must stop run; the harness's defences are
+proven on isolated backends.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from rich.text import Text
 from evalrun.agents.base import Agent
 from evalrun.agents.noop import NoopAgent
 from evalrun.agents.oracle import OracleAgent, OverlayAgent
+from evalrun.check_fixes import fix_for
 from evalrun.console import styled
 from evalrun.engine import Limits, run_sample
 from evalrun.plan import CANNOT_LOAD
@@ -60,6 +63,7 @@ class ProbeResult:
     task_id: str
     probe: Probe
     record: SampleRecord
+    hardened: bool = True  # verifier hardening was on for the task (`Task.verifier_hardening`)
 
     @property
     def honest(self) -> bool:
@@ -123,7 +127,7 @@ async def check_tasks(
     async def one(task: Task, probe: Probe) -> ProbeResult:
         async with gate:
             rec = await run_sample(task, 0, probe.agent, backend, no_retry, run_id="check")
-        return ProbeResult(task.id, probe, rec)
+        return ProbeResult(task.id, probe, rec, task.verifier_hardening)
 
     async def task_probes(task: Task) -> list[ProbeResult]:
         survey = SurveyAgent()
@@ -189,15 +193,16 @@ def report(
     for task in skipped:
         console.print(styled("[yellow]{}[/] {}:", task.id, task.kind), task.reason)
     for task_id in (*verdicts.dishonest, *verdicts.gameable):
+        fixed: dict[str, str] = {}  # a fix already given for this task -> the hack it was for
         for r in by_task[task_id]:
-            if r.honest:
-                continue
-            got = f"got {r.record.outcome.value}: {r.record.reason or 'verify passed'}"
-            if r.probe.kind == "tamper":
-                what = f"gameable by {r.probe.label} ({r.probe.summary}): {got}"
-            else:
-                what = f"{r.probe.label}: expected {r.probe.expect.value}, {got}"
-            console.print(styled("[red]{}[/]", task_id), what)
+            if not r.honest:
+                console.print(styled("[red]{}[/]", task_id), _wrong(r, fixed))
+    unhardened = [task_id for task_id, rows in by_task.items() if not rows[0].hardened]
+    if unhardened:
+        console.print(
+            f"verifier hardening was off for {len(unhardened)} task(s) (verifier_hardening=false "
+            f"for the run, or `verifier_hardening: false` in a task.yaml): {', '.join(unhardened)}"
+        )
     if not isolated:
         skipped_attacks = len(ATTACKS) - len(attacks_for(False))
         console.print(
@@ -206,6 +211,23 @@ def report(
             "against none of them (use sandbox=bwrap or sandbox=docker)"
         )
     return verdicts
+
+
+def _wrong(r: ProbeResult, fixed: dict[str, str]) -> str:
+    """One line for a probe the oracle got wrong: a hack that won and its fix (`fixed`: the fixes
+    already given for the task, named instead of said again), or what an honesty probe
+    expected and got."""
+    if r.probe.kind != "tamper":
+        got = f"got {r.record.outcome.value}: {r.record.reason or 'verify passed'}"
+        return f"{r.probe.label}: expected {r.probe.expect.value}, {got}"
+    got = r.record.outcome.value
+    if r.record.outcome is not Outcome.passed:
+        got += f": {r.record.reason}"
+    attack = r.probe.agent.attack if isinstance(r.probe.agent, TamperAgent) else None
+    fix = fix_for(attack, r.hardened)
+    said = f"as for {fixed[fix]}" if fix in fixed else fix
+    fixed.setdefault(fix, r.probe.label)
+    return f"gameable by {r.probe.label} (got {got}) - fix: {said}"
 
 
 def _count(rows: list[ProbeResult]) -> Text:

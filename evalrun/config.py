@@ -249,6 +249,8 @@ class EvalConfig:
     setup_max_mb: int | None = 1024  # a task's setup/ larger than this is refused; null: no cap
     reward_threshold: float = 1.0  # reward-based tasks (Harbor format) pass at reward >= this
     strict_formats: bool = False  # a key a foreign format's runner ignores: an error, not a warning
+    # the harness hardens every verifier it runs (evalrun.hardening); false: as written, for all
+    verifier_hardening: bool = True
     timeouts: TimeoutsConf = field(default_factory=TimeoutsConf)
     budget: BudgetConf = field(default_factory=BudgetConf)
     keep_workspaces: bool = False

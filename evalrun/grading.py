@@ -7,7 +7,8 @@ rules every format shares:
 1. Before any of it, the agent phase ends (`Sandbox.end_agent`): every process the agent left is
    killed and checked gone, and the verifier gets a fresh HOME and TMPDIR. Then, before the
    hidden verifier goes in, what the agent changed is recorded (`evalrun.workspace_diff`) when
-   the workspace's starting listing was taken.
+   the workspace's starting listing was taken, and the verifier's python start-up hook is
+   written (`evalrun.hardening`; unless the task or the run turned verifier hardening off).
 2. Once the agent phase has begun, anything that stops the verifier from reaching a verdict
    because of the workspace's state - a permission taken away, a path planted where a hidden
    file goes, a file missing, the verifier crashing, no reward file - is a `fail` with a reason
@@ -20,6 +21,7 @@ rules every format shares:
 
 from __future__ import annotations
 
+from evalrun import hardening
 from evalrun.errors import SandboxError
 from evalrun.formats.base import Verdict
 from evalrun.records import Outcome, WorkspaceDiff
@@ -40,6 +42,8 @@ async def grade(
         await sandbox.end_agent()
         if before is not None:
             changes = await changes_since(sandbox, before)
+        if task.verifier_hardening:
+            await hardening.install(sandbox, task)
         return await task.format.grade(sandbox, answer, timeout_s), changes
     except SandboxError as exc:
         return Verdict(Outcome.error, f"verify could not run: {exc}", None, "", 0.0), changes

@@ -214,7 +214,11 @@ def resolve_tasks_dir(value: str | None) -> Path:
 
 
 def load_for_suite(
-    suite: str, tasks_dir: str | None, reward_threshold: float, strict: bool = False
+    suite: str,
+    tasks_dir: str | None,
+    reward_threshold: float,
+    strict: bool = False,
+    verifier_hardening: bool = True,
 ) -> Suite:
     """`suite=tasks`: task folders (default: the bundled benchmark); `suite=probes`: behaviour
     probe folders (default: the bundled probes/). `tasks_dir` points either at another folder."""
@@ -226,7 +230,12 @@ def load_for_suite(
     if suite != "tasks":
         raise bad_value("suite", "tasks or probes", suite)
     folder = resolve_tasks_dir(tasks_dir)
-    return scan_suite(folder, reward_threshold=reward_threshold, strict=strict)
+    return scan_suite(
+        folder,
+        reward_threshold=reward_threshold,
+        strict=strict,
+        verifier_hardening=verifier_hardening,
+    )
 
 
 def refuse_unloadable(suite: Suite, ids: list[str]) -> list[SkippedEntry]:
@@ -292,7 +301,9 @@ def build(cfg: DictConfig) -> RunPlan:
 
         raise from_hydra(exc) from exc
     check_numbers(cfg)
-    suite = load_for_suite(cfg.suite, cfg.tasks_dir, cfg.reward_threshold, cfg.strict_formats)
+    suite = load_for_suite(
+        cfg.suite, cfg.tasks_dir, cfg.reward_threshold, cfg.strict_formats, cfg.verifier_hardening
+    )
     ids = as_list(cfg.ids, "ids")
     skipped = refuse_unloadable(suite, ids)
     backend = _instantiate(cfg.sandbox, "sandbox", keep_workspaces=cfg.keep_workspaces)

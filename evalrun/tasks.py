@@ -67,11 +67,16 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Task:
-    """A loaded, validated task: its spec, its format and a content fingerprint."""
+    """A loaded, validated task: its spec, its format and a content fingerprint.
+
+    `verifier_hardening`: whether grading hardens the task's verifier (`evalrun.hardening`): on
+    unless the run (`verifier_hardening=false`) or the task's own spec turns it off.
+    """
 
     spec: TaskSpec
     format: TaskFormat = field(compare=False)
     fingerprint: str = field(compare=False)
+    verifier_hardening: bool = True
 
     @property
     def id(self) -> str:
@@ -111,10 +116,17 @@ def _walk(folder: Path) -> Iterable[Path]:
                 yield base / name
 
 
-def load_task(folder: Path, *, reward_threshold: float = 1.0, strict: bool = False) -> Task:
+def load_task(
+    folder: Path,
+    *,
+    reward_threshold: float = 1.0,
+    strict: bool = False,
+    verifier_hardening: bool = True,
+) -> Task:
     """Load one task folder in whichever format its files say; raise `TaskFormatError` naming the
     file and field on any problem. `reward_threshold` is the pass mark for reward-based formats;
-    `strict` refuses keys a foreign format's own runner would ignore (they are warnings else)."""
+    `strict` refuses keys a foreign format's own runner would ignore (they are warnings else);
+    `verifier_hardening` false turns verifier hardening off whatever the task says."""
     folder = Path(folder)
     native_file, harbor_file = folder / TASK_FILE, folder / HARBOR_TASK_FILE
     if native_file.is_file() and harbor_file.is_file():
@@ -135,7 +147,8 @@ def load_task(folder: Path, *, reward_threshold: float = 1.0, strict: bool = Fal
             f"{HARBOR_TASK_FILE} + instruction.md (Harbor)",
         )
     _check_symlinks(folder)
-    return Task(spec=spec, format=fmt, fingerprint=fingerprint(folder))
+    hardened = verifier_hardening and spec.verifier_hardening
+    return Task(spec, fmt, fingerprint(folder), verifier_hardening=hardened)
 
 
 def _check_symlinks(folder: Path) -> None:
@@ -193,10 +206,17 @@ class Suite:
     warnings: list[str] = field(default_factory=list)
 
 
-def scan_suite(tasks_dir: Path, *, reward_threshold: float = 1.0, strict: bool = False) -> Suite:
-    """Load every task folder directly below `tasks_dir`, sorted by id; a folder that cannot
-    load is kept as `Unloadable`, never raised. Raises `TaskFormatError` only for the suite as a
-    whole: no such folder, no task folder in it, or two folders with one id."""
+def scan_suite(
+    tasks_dir: Path,
+    *,
+    reward_threshold: float = 1.0,
+    strict: bool = False,
+    verifier_hardening: bool = True,
+) -> Suite:
+    """Load every task folder directly below `tasks_dir`, sorted by id (the options as
+    `load_task` takes them); a folder that cannot load is kept as `Unloadable`, never raised.
+    Raises `TaskFormatError` only for the suite as a whole: no such folder, no task folder in
+    it, or two folders with one id."""
     tasks_dir = Path(tasks_dir)
     if not tasks_dir.is_dir():
         raise TaskFormatError(tasks_dir, "tasks_dir is not a directory")
@@ -208,7 +228,12 @@ def scan_suite(tasks_dir: Path, *, reward_threshold: float = 1.0, strict: bool =
     screen_scripts(folders)
     for folder in folders:
         try:
-            task = load_task(folder, reward_threshold=reward_threshold, strict=strict)
+            task = load_task(
+                folder,
+                reward_threshold=reward_threshold,
+                strict=strict,
+                verifier_hardening=verifier_hardening,
+            )
         except TaskFormatError as exc:
             suite.unloadable.append(Unloadable.of(folder, exc))
             continue

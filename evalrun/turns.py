@@ -14,7 +14,7 @@ import asyncio
 import time
 from collections.abc import Awaitable
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from evalrun.agents.base import Agent, tracking_progress
 from evalrun.errors import HarnessError, SandboxError
@@ -137,7 +137,7 @@ async def take_steps(
             break
         finally:
             prepared += time.monotonic() - clock
-        view = Task(spec=step.spec, format=step.format, fingerprint=task.fingerprint)
+        view = replace(task, spec=step.spec, format=step.format)
         turn = await take_turn(view, agent, box, agent_s, verify_s, record_changes)
         turns.append((step, turn))
         graded.append((step, turn.verdict))

@@ -58,13 +58,17 @@ def test_attack_on_hidden_tests_task_ends_in_fail(
 
 def test_check_names_the_hacks_that_beat_a_weak_verifier():
     """A verifier that runs the agent's code in its own process passes gold/untouched/wrong and
-    is still reported gameable, with the hacks named; check exits 1."""
+    is still reported gameable, with the hacks named and the fix; check exits 1. Verifier
+    hardening stops the stdlib and module shadowing; it cannot stop the agent's code deciding."""
     proc = evalrun("check", f"tasks_dir={WEAK_SUITE}")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     out = " ".join(proc.stdout.split())
     assert "GAMEABLE" in out and "1 gameable oracle(s): 001-unittest-in-process" in out
-    for hack in ("patch-test-framework", "exit-at-import", "shadow-stdlib"):
-        assert f"001-unittest-in-process gameable by tamper/{hack}" in out, out
+    for hack in ("patch-test-framework", "exit-at-import"):
+        assert f"001-unittest-in-process gameable by tamper/{hack} (got pass) - fix: " in out, out
+    assert "verifykit `Session` / `run`" in out and "verifier hardening cannot fix this" in out
+    for hack in ("shadow-stdlib", "shadow-verifier-modules"):
+        assert f"gameable by tamper/{hack}" not in out
     assert "dishonest" not in out
     skipped = len(ATTACKS) - len(attacks_for(isolated=False))
     assert f"{skipped} harness attacks" in out and "run only on isolated sandboxes" in out

@@ -66,6 +66,9 @@ class TaskSpec(BaseModel):
     tags: tuple[str, ...] = ()
     judges: tuple[JudgeSpec, ...] = ()
     agent_timeout_s: float | None = Field(default=None, gt=0)
+    # false: the verifier runs as it did before `evalrun.hardening` (no start-up hook), for one
+    # that truly needs the workspace to provide a standard-library module
+    verifier_hardening: bool = True
 
     @field_validator("prompt")
     @classmethod
@@ -239,14 +242,43 @@ async def inject(
     would shadow the stdlib, a folder where verify.sh goes, a read-only tree, a symlink - is
     removed first (`Sandbox.clear`, with the harness's rights; so are the paths in `also`), so
     only the task's own files are there and a planted path can neither fool the verifier nor
-    turn the agent's `fail` into a harness `error`. Returns the notes of permissions the harness
-    had to restore, for the sample's reason. Only after `Sandbox.end_agent`.
+    turn the agent's `fail` into a harness `error`. So is what would be imported instead of a
+    hidden module that lands beside the agent's files (`shadowing`). Returns the notes of
+    permissions the harness had to restore, for the sample's reason. Only after
+    `Sandbox.end_agent`.
     """
     whole = dest in (".", "")
     targets = [entry.name for entry in sorted(host_dir.iterdir())] if whole else [dest]
-    notes = await sandbox.clear([*targets, *also])
+    beside = shadowing(host_dir) if whole else []
+    notes = await sandbox.clear([*targets, *beside, *also])
     await sandbox.put(host_dir, dest)
     return notes
+
+
+_ARCHES = ("x86_64", "aarch64")
+# Where python finds an extension module `x` before `x.py`: any CPython 3 on Linux takes `x.so`
+# and `x.abi3.so`, and its own version's `x.cpython-3NN-<arch>.so`.
+_EXTENSION_SUFFIXES = (
+    ".so",
+    ".abi3.so",
+    *(f".cpython-3{minor}-{arch}-linux-gnu.so" for minor in range(6, 16) for arch in _ARCHES),
+)
+
+
+def shadowing(host_dir: Path) -> list[str]:
+    """What the agent could leave at the workspace root that python would import instead of a
+    hidden module or package landing there: for `x.py`, a package folder `x/` (a package beats
+    a module in the same folder) and extension modules `x*.so`; for a folder `x/` (a namespace
+    package when it has no `__init__.py`), a module `x.py` or `x*.so` beside it; and the root's
+    `__pycache__`. Only the root: every other hidden folder is cleared whole."""
+    paths: list[str] = []
+    for entry in sorted(host_dir.iterdir()):
+        stem, suffix = os.path.splitext(entry.name)
+        if entry.is_file() and suffix == ".py" and stem.isidentifier():
+            paths += [stem, *(stem + s for s in _EXTENSION_SUFFIXES)]
+        elif entry.is_dir() and entry.name.isidentifier():
+            paths += [entry.name + ".py", *(entry.name + s for s in _EXTENSION_SUFFIXES)]
+    return [*paths, "__pycache__"] if paths else []
 
 
 def with_notes(verdict: Verdict, notes: Sequence[str]) -> Verdict:

@@ -9,6 +9,7 @@ honours the rest in `open`; planning skips or refuses the tasks it cannot host.
 
 from __future__ import annotations
 
+import posixpath
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
@@ -281,6 +282,20 @@ GIT_IDENTITY = {
 # What a verifier's environment adds once the agent phase is over: no python user site, so a
 # usercustomize.py or .pth file the agent left under a home cannot run inside the verifier.
 VERIFIER_ENV = {"PYTHONNOUSERSITE": "1"}
+# In the private folder: the harness's start-up hook for a verifier's python (`evalrun.hardening`
+# writes its sitecustomize.py there after the agent phase); first on every verifier PYTHONPATH.
+VERIFIER_SITE_DIR = "verifier-site"
+
+
+def verifier_python_env(private_dir: str, tmpdir: str, pythonpath: str | None) -> dict[str, str]:
+    """What a verifier's python is started with beyond `VERIFIER_ENV`: the hook folder first on
+    PYTHONPATH (before `pythonpath`, the caller's own), and a bytecode cache in its fresh TMPDIR,
+    so bytecode planted in the workspace's `__pycache__` folders is never read."""
+    site = posixpath.join(private_dir, VERIFIER_SITE_DIR)
+    return {
+        "PYTHONPATH": f"{site}:{pythonpath}" if pythonpath else site,
+        "PYTHONPYCACHEPREFIX": posixpath.join(tmpdir, "pycache"),
+    }
 
 
 def sandbox_env(
@@ -290,11 +305,13 @@ def sandbox_env(
     path: str,
     extra: Mapping[str, str] | None = None,
     verifier: bool = False,
+    private_dir: str = PRIVATE_DIR,
 ) -> dict[str, str]:
     """The whole environment a sandboxed command sees: an allow-list, never the host's.
 
     `extra` (the caller's variables) may add anything but a verifier's HOME, TMPDIR and PATH;
-    `verifier` adds `VERIFIER_ENV`.
+    `verifier` adds `VERIFIER_ENV` and `verifier_python_env` (the hook folder in `private_dir`,
+    the sandbox's private folder as its commands see it, put before any PYTHONPATH of `extra`).
     """
     env = {
         "PATH": path,
@@ -309,4 +326,5 @@ def sandbox_env(
         env.update(extra)
     if verifier:
         env.update({"PATH": path, "HOME": home, "TMPDIR": tmpdir, **VERIFIER_ENV})
+        env.update(verifier_python_env(private_dir, tmpdir, env.get("PYTHONPATH")))
     return env

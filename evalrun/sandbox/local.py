@@ -103,6 +103,7 @@ class LocalSandbox:
             path=self._path_env,
             extra={**self._env, **(env or {})},
             verifier=self._verifying,
+            private_dir=self.private_dir,
         )
         full_env[PROCESS_MARKER] = str(self.root)
         try:
