@@ -81,13 +81,16 @@ def cmd_check(args: list[str]) -> int:
     and every reward hack (tamper) must fail.
 
     Exit 1 when an oracle is dishonest or gameable, else 4 when a task folder cannot be loaded,
-    else 0. `--strict` (= strict_formats=true) refuses keys a foreign format's runner would ignore.
+    else 0; a stop signal cancels the samples in flight and exits 130 (Ctrl-C), 143 (SIGTERM) or
+    129 (SIGHUP), a second one at once (`evalrun.engine.cancelled_on_stop`). `--strict`
+    (= strict_formats=true) refuses keys a foreign format's runner would ignore.
     `--tamper=verifier|harness|none` runs only the reward hacks the verifier (or the harness) must
     stop, or none; the default runs every one the backend can be held to.
     """
     import asyncio
 
     from evalrun.check import check_tasks, report
+    from evalrun.engine import cancelled_on_stop
     from evalrun.plan import EXIT_UNLOADABLE, build
     from evalrun.tamper import DEFENDERS
 
@@ -122,9 +125,8 @@ def cmd_check(args: list[str]) -> int:
     console.print(
         f"checking {len(plan.tasks)} tasks in {plan.tasks_dir} on sandbox={plan.backend.name}"
     )
-    results = asyncio.run(
-        check_tasks(list(plan.tasks), plan.backend, plan.limits, plan.concurrency, defended_by)
-    )
+    work = check_tasks(list(plan.tasks), plan.backend, plan.limits, plan.concurrency, defended_by)
+    results = asyncio.run(cancelled_on_stop(work, plan.backend, "the check's samples"))
     harness_proven = plan.backend.isolated or "harness" not in defended_by
     verdicts = report(results, console, plan.skipped, harness_proven)
     for kind, ids in (("dishonest", verdicts.dishonest), ("gameable", verdicts.gameable)):
@@ -287,7 +289,8 @@ _exit_codes: list[int] = []
 
 
 def _run_job(cfg: DictConfig) -> None:
-    """The body of every Hydra job: one evaluation run in Hydra's output directory."""
+    """The body of every Hydra job: one evaluation run in Hydra's output directory (none once a
+    stop signal stopped the sweep: `evalrun.callbacks`)."""
     from hydra.core.hydra_config import HydraConfig
     from omegaconf import OmegaConf
 
@@ -305,10 +308,21 @@ def _run_job(cfg: DictConfig) -> None:
         refuse_additions(cfg, overrides, hydra_cfg.runtime.choices)
         cfg.run_dir = str(run_dir)
         if multirun:
-            from evalrun.callbacks import job_header
+            from evalrun.callbacks import enter_job, job_header, sweep_stopped
+            from evalrun.engine import stopped_by
 
-            _console().print(job_header(hydra_cfg.job.num, overrides), soft_wrap=True)
+            enter_job()
+            header, stopped = job_header(hydra_cfg.job.num, overrides), sweep_stopped()
+            if stopped:
+                how = stopped_by(stopped)
+                _console().print(f"{header}: not started, the sweep was {how}", soft_wrap=True)
+                return
+            _console().print(header, soft_wrap=True)
         _exit_codes.append(run(cfg, _console(), overrides=overrides))
+        if multirun:
+            from evalrun.callbacks import job_ended
+
+            job_ended(_exit_codes[-1])
         # The sweep page covers the jobs so far (its path is printed at the end); a dry run
         # leaves no job folder, so a dry sweep has no page.
         if multirun and not cfg.dry_run:
@@ -375,9 +389,9 @@ def _hydra_main(args: list[str]) -> int:
         raise from_hydra(exc) from exc
     finally:
         remove_unused_sweeps()  # a sweep whose jobs all failed to start leaves no folder
-    from evalrun.callbacks import gate_exit_code  # a multirun's gates, jobs run elsewhere too
+    from evalrun.callbacks import gate_exit_code, stop_exit_code  # jobs run elsewhere too
 
-    return max([*_exit_codes, gate_exit_code()])
+    return max([*_exit_codes, gate_exit_code(), stop_exit_code()])
 
 
 def expand_resume(args: list[str]) -> list[str]:

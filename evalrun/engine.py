@@ -12,11 +12,12 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from contextlib import AbstractAsyncContextManager, suppress
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from evalrun.agents.base import Agent
 from evalrun.config import EvalConfig, TimeoutsConf
@@ -217,15 +218,16 @@ async def execute(
     concurrency: int,
     on_record: OnRecord,
     log: LogSink | None = None,
-    on_interrupt: Callable[[], None] | None = None,
+    on_interrupt: Callable[[signal.Signals], None] | None = None,
     judge: Judge | None = None,
     stop_reason: Callable[[], str | None] | None = None,
-) -> bool:
+) -> signal.Signals | None:
     """Run every cell, at most `concurrency` at a time, calling `on_record` as each finishes.
 
-    The first Ctrl-C (SIGINT) stops starting samples and cancels the ones in flight (their
-    sandboxes and process trees are cleaned up; they get no record, so a resume runs them again);
-    a second one exits the process at once. Returns True when the run was interrupted.
+    The first stop signal (Ctrl-C's SIGINT, SIGTERM, SIGHUP: `STOP_SIGNALS`) stops starting
+    samples and cancels the ones in flight (their sandboxes and process trees are cleaned up; they
+    get no record, so a resume runs them again), then calls `on_interrupt` with it; a second one
+    exits the process at once (`exit_now`). Returns the signal that stopped the run, else None.
     `stop_reason()` (the agent's run budget) is asked before each sample starts: once it says why,
     no further sample starts and those cells get no record (a resume runs them).
     """
@@ -256,46 +258,116 @@ async def execute(
         on_record(rec)
 
     jobs = [asyncio.create_task(one(task, trial)) for task, trial in cells]
-    interrupted = False
-
-    def interrupt() -> None:
-        nonlocal interrupted
-        if interrupted:  # second Ctrl-C: every finished record is already on disk
-            exit_now(backend, "interrupted again: ending open sandboxes and exiting now")
-        interrupted = True
-        if on_interrupt:
-            on_interrupt()
-        for job in jobs:
-            job.cancel()
-
-    loop = asyncio.get_running_loop()
-    previous = signal.getsignal(signal.SIGINT)
-    try:
-        loop.add_signal_handler(signal.SIGINT, interrupt)
-        handling = True
-    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread
-        handling = False
-    try:
-        results = await asyncio.gather(*jobs, return_exceptions=True)
-    finally:
-        if handling:
-            loop.remove_signal_handler(signal.SIGINT)  # (which installs Python's default)
-            if callable(previous) and previous is not signal.default_int_handler:
-                signal.signal(signal.SIGINT, previous)
+    results, stopped = await until_stopped(jobs, backend, on_interrupt)
     for result in results:  # e.g. the store could not write: stop loudly, never drop records
         if isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):
             raise result
-    return interrupted
+    return stopped
 
 
-EXIT_INTERRUPTED = 130
+EXIT_HUNG_UP = 129  # 128 + SIGHUP: the terminal went away
+EXIT_INTERRUPTED = 130  # 128 + SIGINT: Ctrl-C
+EXIT_TERMINATED = 143  # 128 + SIGTERM: timeout, docker stop, a cancelled CI job, systemd, k8s
+STOP_SIGNALS = {
+    signal.SIGINT: EXIT_INTERRUPTED,
+    signal.SIGTERM: EXIT_TERMINATED,
+    signal.SIGHUP: EXIT_HUNG_UP,
+}
+"""The signals that end a run the way Ctrl-C does, and the status each exits with (128 + n)."""
 
 
-def exit_now(backend: SandboxBackend, message: str) -> NoReturn:
+def stopped_by(signum: int) -> str:
+    """How a stop is said: 'interrupted' for Ctrl-C, 'stopped by SIGTERM' for the others."""
+    return "interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}"
+
+
+async def until_stopped(
+    jobs: list[asyncio.Task[Any]],
+    backend: SandboxBackend,
+    on_stop: Callable[[signal.Signals], None] | None = None,
+) -> tuple[list[Any], signal.Signals | None]:
+    """Await every job (results or exceptions, in order) and return them with the stop signal
+    that cancelled them, if one came: the first of `STOP_SIGNALS` cancels every job (each cleans
+    up its own sandboxes) and then calls `on_stop`; a second one exits at once (`exit_now`). A
+    signal the process ignores (`nohup`) stays ignored; off the main thread nothing is handled."""
+    stopped: signal.Signals | None = None
+
+    def stop(signum: signal.Signals) -> None:
+        nonlocal stopped
+        if stopped is not None:  # every finished record is already on disk
+            word = stopped_by(signum)
+            exit_now(backend, f"{word} again: ending open sandboxes and exiting now", signum)
+        stopped = signum
+        for job in jobs:
+            job.cancel()
+        if signum == signal.SIGHUP:
+            drop_hung_up_terminal()
+        if on_stop:
+            on_stop(signum)
+
+    loop = asyncio.get_running_loop()
+    handled: dict[signal.Signals, Any] = {}
+    for signum in STOP_SIGNALS:
+        previous = signal.getsignal(signum)
+        if previous == signal.SIG_IGN:
+            continue
+        try:
+            loop.add_signal_handler(signum, stop, signum)
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread
+            break
+        handled[signum] = previous
+    try:
+        return await asyncio.gather(*jobs, return_exceptions=True), stopped
+    finally:
+        for signum, previous in handled.items():
+            loop.remove_signal_handler(signum)  # (which installs Python's default)
+            if previous is not None:
+                signal.signal(signum, previous)
+
+
+T = TypeVar("T")
+
+
+async def cancelled_on_stop(work: Coroutine[Any, Any, T], backend: SandboxBackend, what: str) -> T:
+    """Await `work` (`what`: a command's samples, `evalrun check`'s) under `until_stopped`: a first
+    stop signal cancels it, says so on stderr, lets its sandboxes close and exits with that
+    signal's status (`SystemExit`: no traceback, `finally` blocks run); a second exits at once."""
+
+    def say(signum: signal.Signals) -> None:
+        say_now(f"{stopped_by(signum)}: cancelling {what} (a second signal exits at once)")
+
+    (result,), stopped = await until_stopped([asyncio.create_task(work)], backend, say)
+    if stopped is not None:
+        raise SystemExit(STOP_SIGNALS[stopped])
+    if isinstance(result, BaseException):
+        raise result
+    return result
+
+
+def exit_now(backend: SandboxBackend, message: str, signum: int = signal.SIGINT) -> NoReturn:
     """Leave the process at once, without a traceback: end the backend's open sandboxes
-    (`abandon`: quick, or left marked for the next preflight) and exit 130."""
-    with suppress(OSError):
-        os.write(2, f"\n{message}\n".encode())
+    (`abandon`: quick, or left marked for the next preflight) and exit with the status of the
+    stop signal `signum` (`STOP_SIGNALS`: 130 for Ctrl-C)."""
+    say_now(message)
     with suppress(Exception):
         backend.abandon()
-    os._exit(EXIT_INTERRUPTED)
+    os._exit(STOP_SIGNALS[signal.Signals(signum)])
+
+
+def drop_hung_up_terminal() -> None:
+    """After SIGHUP a terminal on stdout or stderr is as good as gone (the session hung up: every
+    write fails), so point those at /dev/null: the summary and reports are still written, the
+    rest of the run does not fail on its first line of output. A pipe or a file is kept. (A
+    hung-up terminal fails `isatty`; it is still a character device.)"""
+    with suppress(OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        for fd in (1, 2):
+            if stat.S_ISCHR(os.fstat(fd).st_mode):
+                os.dup2(devnull, fd)
+        os.close(devnull)
+
+
+def say_now(message: str) -> None:
+    """A line on stderr, written at once; never raises (the terminal may be gone: SIGHUP)."""
+    with suppress(OSError):
+        os.write(2, f"\n{message}\n".encode())

@@ -18,7 +18,7 @@ from rich.console import Console
 from evalrun.agents.base import RunScope
 from evalrun.configdiff import NOT_RESULT_RELEVANT, diff
 from evalrun.console import make_console, styled
-from evalrun.engine import EXIT_INTERRUPTED, execute, exit_now
+from evalrun.engine import STOP_SIGNALS, execute, exit_now, stopped_by
 from evalrun.errors import UsageError
 from evalrun.gate import print_verdict
 from evalrun.plan import (
@@ -92,12 +92,13 @@ def run(cfg: DictConfig, console: Console | None = None, overrides: list[str] | 
     (`EXIT_ERRORS`) when more samples than `max_errors` ended in a harness error; 4 when the run
     finished but task folders of the suite could not be loaded (they were skipped); 6
     (`EXIT_BUDGET`) when the run reached `budget.run_usd` and started no further sample; 130
-    when interrupted (the run is partial). `overrides` are the command-line overrides, kept
-    (redacted) so a resume can replay them. The run directory is locked for the whole run: a
-    second writer is refused.
+    when interrupted by Ctrl-C, 143 by SIGTERM, 129 by SIGHUP (`STOP_SIGNALS`; the run is
+    partial). `overrides` are the command-line overrides, kept (redacted) so a resume can replay
+    them. The run directory is locked for the whole run: a second writer is refused.
 
-    Outside the samples' execution (preflight, reports) a Ctrl-C exits at once, quietly; during
-    it the first one cancels the samples in flight and the second exits at once (`execute`)."""
+    Outside the samples' execution (preflight, reports) a stop signal (Ctrl-C, SIGTERM, SIGHUP)
+    exits at once, quietly; during it the first one cancels the samples in flight and the second
+    exits at once (`execute`)."""
     console = console or make_console(wide=True)
     plan = build(cfg)
     if plan.dry_run:
@@ -109,28 +110,37 @@ def run(cfg: DictConfig, console: Console | None = None, overrides: list[str] | 
     if claimed:
         plan = with_run_dir(plan, claim_new_run_dir(plan.run_dir))
     existed = plan.run_dir.exists() and not claimed
-    previous = _exit_on_interrupt(plan.backend)
+    previous = _exit_on_stop_signals(plan.backend)
     try:
         with RunLock(plan.run_dir, "run"):
             return _run_plan(plan, console, overrides)
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
         if not existed:
             remove_if_unused(plan.run_dir)  # refused before it wrote anything
 
 
-def _exit_on_interrupt(backend: SandboxBackend) -> Any:
-    """Make Ctrl-C leave at once (no traceback); return the handler it replaced (None: not the
-    main thread, nothing replaced)."""
+def _exit_on_stop_signals(backend: SandboxBackend) -> dict[signal.Signals, Any]:
+    """Make Ctrl-C, SIGTERM and SIGHUP leave at once (no traceback, the signal's exit status);
+    return the handlers this replaced (none off the main thread; an ignored signal, as under
+    `nohup`, stays ignored)."""
 
     def handler(signum: int, frame: object) -> None:
-        exit_now(backend, "interrupted: exiting now (finished samples are on disk)")
+        word = stopped_by(signum)
+        exit_now(backend, f"{word}: exiting now (finished samples are on disk)", signum)
 
-    try:
-        return signal.signal(signal.SIGINT, handler)
-    except ValueError:  # not the main thread
-        return None
+    replaced: dict[signal.Signals, Any] = {}
+    for signum in STOP_SIGNALS:
+        previous = signal.getsignal(signum)
+        if previous in (signal.SIG_IGN, None):  # ignored, or a handler Python cannot put back
+            continue
+        try:
+            signal.signal(signum, handler)
+        except ValueError:  # not the main thread
+            break
+        replaced[signum] = previous
+    return replaced
 
 
 def warn_unscrubbed(plan: RunPlan, console: Console) -> None:
@@ -178,10 +188,11 @@ def _execute_and_report(
         )
     plan.tracker.start(plan)
 
-    def on_interrupt() -> None:
+    def on_interrupt(signum: signal.Signals) -> None:
+        again = "Ctrl-C again to exit" if signum == signal.SIGINT else "a second signal exits"
         console.print(
-            styled("[yellow]interrupted:[/]"),
-            "cancelling samples in flight (Ctrl-C again to exit at once)",
+            styled("[yellow]{}:[/]", stopped_by(signum)),
+            f"cancelling samples in flight ({again} at once)",
         )
 
     with RunProgress(len(todo), dict(Counter(t.id for t, _ in todo)), console) as progress:
@@ -192,7 +203,7 @@ def _execute_and_report(
             progress.advance(written)
 
         try:
-            interrupted = asyncio.run(
+            stopped_by_signal = asyncio.run(
                 execute(
                     todo,
                     plan.agent,
@@ -223,7 +234,7 @@ def _execute_and_report(
     console.print(f"report: {report_files[0]}", soft_wrap=True)
     say_skipped(plan.skipped, console)
     stopped = scope.stop_reason()
-    if stopped and not interrupted:  # the run is partial because its budget ran out
+    if stopped and not stopped_by_signal:  # the run is partial because its budget ran out
         console.print(
             styled("[yellow]run stopped: {}.[/]", stopped),
             f"{summary.samples} of {len(plan.cells)} samples ran; raise budget.run_usd and "
@@ -236,13 +247,13 @@ def _execute_and_report(
         console.print(
             styled(
                 "[yellow]{}the run is {}.[/]",
-                "interrupted: " if interrupted else "",
+                f"{stopped_by(stopped_by_signal)}: " if stopped_by_signal else "",
                 state.describe(),
             ),
             f"Resume with: {resume_command(plan.run_dir)}",
             soft_wrap=True,
         )
-        return EXIT_INTERRUPTED
+        return STOP_SIGNALS[stopped_by_signal or signal.SIGINT]  # (no signal: as Ctrl-C's)
     stopped = scope.stop_reason()
     if stopped:
         console.print(

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import REPO
+from tests.sandbox.conftest import backend_params, build_backend, host_pids_with
+from tests.test_runner import in_flight, killing_strays, new_marker
 
 
 def evalrun(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -197,3 +201,36 @@ def test_hydra_mode_on_the_command_line_still_chooses_a_multirun(suite, tmp_path
                    f"hydra.sweep.dir={sweep}")  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert (sweep / "0" / "summary.json").is_file() and (sweep / "1" / "summary.json").is_file()
+
+
+@pytest.mark.parametrize("sandbox", backend_params(["local", "docker"]))
+def test_sigterm_cancels_a_check_and_leaves_nothing_running(
+    sandbox: str, make_task, tmp_path, request
+):
+    """`evalrun check` stopped by SIGTERM, as Ctrl-C stops it: its samples are cancelled, their
+    processes and containers end, and it exits 143 without a traceback."""
+    build_backend(sandbox, request)  # skips (fails in CI) without an engine
+    marker = new_marker()
+    suite = make_task("001-slow-setup", files={"setup/setup.sh": f"sleep {marker}\n"}).parent
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "evalrun.cli", "check", f"sandbox={sandbox}", f"tasks_dir={suite}"],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    with killing_strays(marker):
+        try:
+            running = in_flight(sandbox, marker, proc)
+            deadline = time.monotonic() + 180
+            while running() < 1:  # a sample's setup script sleeps (docker: in its container)
+                assert proc.poll() is None, proc.communicate()
+                assert time.monotonic() < deadline, "the check never started a sample"
+                time.sleep(0.1)
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=180)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        assert proc.returncode == 143, out + err
+        assert "stopped by SIGTERM: cancelling the check's samples" in err
+        assert "Traceback" not in err and "oracles honest" not in out
+        assert running() == 0 and host_pids_with(marker) == []

@@ -377,7 +377,7 @@ def test_first_ctrl_c_writes_the_summary_and_prints_the_resume_command(slow_suit
 
 
 _SLOW_TO_CANCEL = """
-import asyncio, sys
+import asyncio
 import evalrun.engine as engine
 from evalrun.engine import Limits, execute
 
@@ -395,12 +395,24 @@ async def stubborn(*args):  # a sample whose clean-up takes a long time once can
 
 engine.run_sample = stubborn
 asyncio.run(execute([(None, 0)], None, Backend(), Limits(), run_id="r", concurrency=1,
-                    on_record=print, on_interrupt=lambda: print("first", flush=True)))
-print("finished without the second Ctrl-C", flush=True)
+                    on_record=print, on_interrupt=lambda signum: print(signum.name, flush=True)))
+print("finished without a second signal", flush=True)
 """
 
 
-def test_second_ctrl_c_during_a_slow_cancel_abandons_the_sandboxes_and_exits_130():
+@pytest.mark.parametrize(
+    ("first", "second", "status", "said"),
+    [
+        (signal.SIGINT, signal.SIGINT, 130, "interrupted again"),
+        (signal.SIGTERM, signal.SIGTERM, 143, "stopped by SIGTERM again"),
+        (signal.SIGHUP, signal.SIGINT, 130, "interrupted again"),  # any two: the second's status
+        (signal.SIGINT, signal.SIGHUP, 129, "stopped by SIGHUP again"),
+    ],
+    ids=["ctrl-c-twice", "sigterm-twice", "sighup-then-ctrl-c", "ctrl-c-then-sighup"],
+)
+def test_a_second_stop_signal_during_a_slow_cancel_abandons_the_sandboxes_and_exits_at_once(
+    first: signal.Signals, second: signal.Signals, status: int, said: str
+):
     proc = subprocess.Popen(
         [sys.executable, "-c", _SLOW_TO_CANCEL],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -408,14 +420,31 @@ def test_second_ctrl_c_during_a_slow_cancel_abandons_the_sandboxes_and_exits_130
     try:
         assert proc.stdout is not None
         assert proc.stdout.readline() == "running\n"
-        proc.send_signal(signal.SIGINT)
-        assert proc.stdout.readline() == "first\n"
-        assert proc.stdout.readline() == "cancelling\n"  # the first Ctrl-C is still cleaning up
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(first)
+        assert proc.stdout.readline() == f"{first.name}\n"
+        assert proc.stdout.readline() == "cancelling\n"  # the first one is still cleaning up
+        proc.send_signal(second)
         out, err = proc.communicate(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert proc.returncode == 130, err
+    assert proc.returncode == status, err
     assert out == "abandoned\n"
-    assert err.strip() == "interrupted again: ending open sandboxes and exiting now"
+    assert err.strip() == f"{said}: ending open sandboxes and exiting now"
+
+
+def test_under_nohup_a_sighup_stays_ignored():
+    proc = subprocess.Popen(
+        ["nohup", sys.executable, "-c", _SLOW_TO_CANCEL],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == "running\n"
+        proc.send_signal(signal.SIGHUP)  # ignored: the sample runs on
+        proc.send_signal(signal.SIGTERM)  # the first stop signal it takes
+        assert proc.stdout.readline() == "SIGTERM\n"
+        assert proc.stdout.readline() == "cancelling\n"
+    finally:
+        proc.kill()
+        proc.communicate(timeout=30)

@@ -6,8 +6,13 @@ from __future__ import annotations
 import io
 import json
 import os
+import shlex
+import signal
 import subprocess
 import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 import yaml
@@ -18,7 +23,10 @@ from evalrun.records import Outcome, SampleRecord
 from evalrun.runlog import PlanFile, PlannedTask
 from evalrun.store import RunStore
 from evalrun.sweep import SWEEP_FILE, render, summarize_sweep
+from tests.sandbox.conftest import host_pids_with
+from tests.test_engine import _lines
 from tests.test_gate import evalrun
+from tests.test_runner import killing_strays, new_marker, paced_args, paced_env, paced_suite
 
 
 def test_two_job_multirun_writes_a_sweep_summary(make_task, tmp_path):
@@ -177,3 +185,103 @@ def test_config_yaml_of_a_job_round_trips_into_its_gate(tmp_path, name):
     (tmp_path / "0" / "config.yaml").write_text(yaml.safe_dump(config))
     gate = summarize_sweep(tmp_path)["jobs"][0]["gate"]
     assert gate["exit_code"] == (1 if name == "regression" else 0)
+
+
+# --- a stop signal ends a sweep as it ends a run ---------------------------------------------
+
+
+def _sweep_args(suite: Path, sweep_dir: Path, *launcher: str) -> list[str]:
+    run = [a for a in paced_args(suite, sweep_dir / "unused", "local") if a.split("=")[0]
+           not in ("run_dir", "trials")]  # fmt: skip
+    return ["-m", "trials=1,2", *run, *launcher, f"hydra.sweep.dir={sweep_dir}"]
+
+
+def _start(args: list[str]) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "evalrun.cli", *args], env=paced_env("slow"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+
+
+def _wait(proc: subprocess.Popen, ready: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 180
+    while not ready():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the sweep never got its slow samples going"
+        time.sleep(0.1)
+
+
+def _finish(out: str) -> subprocess.CompletedProcess:
+    """Run the command the stopped sweep printed to finish it (the slow agent now quick)."""
+    line = next(x for x in out.splitlines() if "Finish it with: " in x)
+    command = shlex.split(line.split("Finish it with: ", 1)[1])
+    assert command[:2] == ["evalrun", "-m"], line
+    return subprocess.run(
+        [sys.executable, "-m", "evalrun.cli", *command[1:]], capture_output=True, text=True,
+        env=paced_env("fast"), timeout=300,
+    )  # fmt: skip
+
+
+def test_sigterm_stops_a_sweep_no_further_job_starts_and_it_can_be_finished(make_task, tmp_path):
+    marker = new_marker()
+    suite = paced_suite(make_task, marker)
+    sweep_dir = tmp_path / "sweep"
+    with killing_strays(marker):
+        proc = _start(_sweep_args(suite, sweep_dir))
+        try:
+            _wait(proc, lambda: _lines(sweep_dir / "0") >= 1 and len(host_pids_with(marker)) >= 1)
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=180)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.communicate()
+        assert proc.returncode == 143, out + err
+        assert host_pids_with(marker) == []
+    said = " ".join(out.split())
+    assert "stopped by SIGTERM: the run is partial 1/2 (missing cells: 002-slow#0)" in said
+    assert "job 1: trials=2: not started, the sweep was stopped by SIGTERM" in said
+    assert "stopped by SIGTERM: the sweep is partial. Finish it with: evalrun -m" in said
+    jobs = json.loads((sweep_dir / SWEEP_FILE).read_text())["jobs"]
+    assert [j["overrides"]["trials"] for j in jobs] == ["1"]  # job 1 never started
+    assert not (sweep_dir / "1").exists()
+
+    finished = _finish(out)
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+    assert "1 samples already recorded, 1 to run" in finished.stdout  # job 0 resumed
+    jobs = json.loads((sweep_dir / SWEEP_FILE).read_text())["jobs"]
+    assert [(j["swept"], j["metrics"]["samples"]) for j in jobs] == [
+        ({"trials": "1"}, 2), ({"trials": "2"}, 4)
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("to", ["launcher", "group"])
+def test_sigterm_ends_a_joblib_sweeps_jobs_in_their_worker_processes(to, make_task, tmp_path):
+    """SIGTERM to the launching process alone (`docker stop`, Kubernetes) or to its whole
+    process group (`timeout`, a terminal's Ctrl-C): each worker's job is cancelled once, closed
+    partial, and nothing of it is left running."""
+    marker = new_marker()
+    suite = paced_suite(make_task, marker)
+    sweep_dir = tmp_path / "sweep"
+    joblib = ["hydra/launcher=joblib", "hydra.launcher.n_jobs=2"]
+    with killing_strays(marker):
+        proc = _start(_sweep_args(suite, sweep_dir, *joblib))
+        try:
+            _wait(proc, lambda: _lines(sweep_dir / "0") >= 1 and _lines(sweep_dir / "1") >= 2
+                  and len(host_pids_with(marker)) >= 3)  # fmt: skip
+            if to == "launcher":
+                proc.send_signal(signal.SIGTERM)
+            else:
+                os.killpg(proc.pid, signal.SIGTERM)
+            out, err = proc.communicate(timeout=180)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.communicate()
+        assert proc.returncode == 143, out + err
+        assert host_pids_with(marker) == []
+    assert "Traceback" not in err and "again" not in err, err  # each job got one signal
+    for job, cells in (("0", 2), ("1", 4)):
+        state = json.loads((sweep_dir / job / "summary.json").read_text())["state"]
+        assert (state["complete"], state["cells"]) == (False, cells)
+    assert "stopped by SIGTERM: the sweep is partial. Finish it with:" in out

@@ -24,7 +24,7 @@ from rich.table import Table
 from rich.text import Text
 
 from evalrun.console import styled
-from evalrun.engine import Limits, run_sample
+from evalrun.engine import Limits, cancelled_on_stop, run_sample
 from evalrun.extras import require
 from evalrun.probes.evidence import RecordingAgent
 from evalrun.probes.format import SCORE_PREFIX
@@ -142,9 +142,8 @@ def run_check(plan: RunPlan, console: Console, defended_by: Sequence[str] = DEFE
     console.print(
         f"checking {len(plan.tasks)} probes in {plan.tasks_dir} on sandbox={plan.backend.name}"
     )
-    results = asyncio.run(
-        check_probes(list(plan.tasks), plan.backend, plan.limits, plan.concurrency, defended_by)
-    )
+    work = check_probes(list(plan.tasks), plan.backend, plan.limits, plan.concurrency, defended_by)
+    results = asyncio.run(cancelled_on_stop(work, plan.backend, "the probes' samples"))
     flagged = report(results, console)
     if flagged:
         console.print(
