@@ -33,28 +33,74 @@ DU_SCRIPT = (
 
 def host_disk_usage(root: Path) -> int:
     """Bytes allocated under `root` on the host (sparse files count what they hold), without
-    following symlinks or crossing into other filesystems."""
-    total = 0
+    following symlinks or crossing into other filesystems.
+
+    The agent shapes the tree, so the walk is iterative and by file descriptor: each folder is
+    opened relative to an open ancestor (`_Anchor`) by a path kept under `ANCHOR_CHARS`, and a
+    folder deeper than that becomes an anchor itself - a chain thousands of folders deep (past
+    Python's recursion limit and PATH_MAX) is counted whole, holding a few descriptors. What
+    cannot be opened (no permission, no descriptor left) is not counted; nothing raises."""
     try:
-        device = os.lstat(root).st_dev
+        top = _Anchor(os.open(root, _FOLDER))
     except OSError:
         return 0
-    stack = [str(root)]
+    device = os.fstat(top.fd).st_dev
+    total = 0
+    stack = [top.lend(".")]
     while stack:
-        folder = stack.pop()
+        anchor, rel = stack.pop()
         try:
-            entries = list(os.scandir(folder))
+            fd = os.open(rel, _FOLDER, dir_fd=anchor.fd)
         except OSError:
+            anchor.give_back()
             continue
-        for entry in entries:
-            try:
-                info = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
+        here = _Anchor(fd)
+        for name, info in _entries(fd):
             total += info.st_blocks * 512
             if stat.S_ISDIR(info.st_mode) and info.st_dev == device:
-                stack.append(entry.path)
+                child = name if rel == "." else f"{rel}/{name}"
+                stack.append(anchor.lend(child) if len(child) < ANCHOR_CHARS else here.lend(name))
+        anchor.give_back()
+        if not here.users:
+            os.close(fd)
     return total
+
+
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+ANCHOR_CHARS = 512  # a relative path longer than this opens a new anchor (PATH_MAX is 4096 bytes)
+
+
+class _Anchor:
+    """An open folder that queued subfolders are opened relative to; closed when the last of
+    them has been opened."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.users = 0
+
+    def lend(self, rel: str) -> tuple[_Anchor, str]:
+        self.users += 1
+        return self, rel
+
+    def give_back(self) -> None:
+        self.users -= 1
+        if not self.users:
+            os.close(self.fd)
+
+
+def _entries(fd: int) -> list[tuple[str, os.stat_result]]:
+    """Each entry of the open folder with its lstat; what cannot be read is left out."""
+    try:
+        names = os.listdir(fd)
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        try:
+            found.append((name, os.stat(name, dir_fd=fd, follow_symlinks=False)))
+        except OSError:
+            continue
+    return found
 
 
 @dataclass(frozen=True)

@@ -22,18 +22,21 @@ nothing without evalrun's marker is looked at at all:
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
-import shutil
 import signal
 import socket
+import stat
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 MARKER_FILE = ".evalrun-owner"
 PROCESS_MARKER = "EVALRUN_SANDBOX"
 ROOT_PREFIX = "evalrun-"
 KILL_ROUNDS = 20
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC  # opened, never followed
 
 
 def start_time(pid: int) -> str | None:
@@ -126,19 +129,99 @@ def kill_marked(root: Path) -> list[int]:
 
 
 def remove_tree(root: Path) -> None:
-    """Remove a temp root even when the agent left folders without write or search permission."""
+    """Remove a sample's temp root whatever the agent left in it - folders without write or
+    search permission, a chain of folders thousands deep (past Python's recursion limit and
+    PATH_MAX), any bytes in names - and never raise: it runs where a sandbox closes.
+
+    Iterative and by file descriptor: a folder that is not empty has its files removed and its
+    subfolders moved up into the root (`_hoist`) before it is removed itself, so nothing is
+    ever opened more than one level below the root and at most two folders are open at once.
+    The root's marker file goes last: a root left half-removed is still found by the next sweep.
+    """
+    with contextlib.suppress(OSError):
+        if stat.S_ISDIR(os.lstat(root).st_mode):
+            os.chmod(root, 0o700)
     try:
-        shutil.rmtree(root)
+        top = os.open(root, _FOLDER)
     except FileNotFoundError:
         return
+    except OSError:  # not a folder (a symlink, a file): remove the name itself
+        with contextlib.suppress(OSError):
+            os.unlink(root)
+        return
+    try:
+        _empty(top)
+    finally:
+        os.close(top)
+    with contextlib.suppress(OSError):
+        os.rmdir(root)
+
+
+def _empty(top: int) -> None:
+    """Remove everything in the folder open at `top` that can be removed."""
+    try:
+        taken = set(os.listdir(top))
     except OSError:
-        for dirpath, dirnames, _ in os.walk(root):
-            for name in dirnames:
-                path = os.path.join(dirpath, name)
-                if not os.path.islink(path):
-                    with contextlib.suppress(OSError):
-                        os.chmod(path, 0o700)
-        shutil.rmtree(root, ignore_errors=True)
+        return
+    pending = sorted(taken - {MARKER_FILE}, reverse=True)
+    if MARKER_FILE in taken:
+        pending.insert(0, MARKER_FILE)  # popped last
+    emptied: set[str] = set()
+    fresh = (f".evalrun-rm-{n}" for n in itertools.count())
+    while pending:
+        name = pending.pop()
+        if _remove(top, name) or name in emptied:
+            continue  # removed, or still there after it was emptied: left
+        emptied.add(name)
+        pending.append(name)
+        pending.extend(_hoist(top, name, taken, fresh))
+
+
+def _remove(folder: int, name: str) -> bool:
+    """Unlink `name` in `folder`, or remove it when it is an empty folder; False when it is
+    still there."""
+    try:
+        os.unlink(name, dir_fd=folder)
+    except FileNotFoundError:
+        return True
+    except IsADirectoryError:
+        try:
+            os.rmdir(name, dir_fd=folder)
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False
+    except OSError:
+        return False
+    return True
+
+
+def _hoist(top: int, name: str, taken: set[str], fresh: Iterator[str]) -> list[str]:
+    """Empty the folder `name` under `top`: remove its files and move its subfolders up into
+    `top` under fresh names (returned, to be removed in turn)."""
+    with contextlib.suppress(OSError):
+        os.chmod(name, 0o700, dir_fd=top)  # `name` is a folder: unlink said so
+    try:
+        folder = os.open(name, _FOLDER, dir_fd=top)
+    except OSError:
+        return []
+    moved = []
+    try:
+        for child in os.listdir(folder):
+            if _remove(folder, child):
+                continue
+            new = next(n for n in fresh if n not in taken)
+            try:
+                os.rename(child, new, src_dir_fd=folder, dst_dir_fd=top)
+            except OSError:
+                continue
+            taken.add(new)
+            moved.append(new)
+    except OSError:
+        pass
+    finally:
+        os.close(folder)
+    return moved
 
 
 def sweep_roots(backend: str) -> int:

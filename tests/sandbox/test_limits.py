@@ -75,6 +75,26 @@ def test_a_5_gb_write_is_stopped_at_the_disk_limit(backend_id, script, request, 
         assert "WROTE-ALL" not in agent.seen
 
 
+BELOW_PATH_MAX = (
+    'n=$(printf "x%.0s" $(seq 250)); for i in $(seq 24); do mkdir "$n" && cd "$n" || exit 1; done; '
+    "for i in $(seq 40); do head -c 8M /dev/zero > f$i || break; sleep 0.1; done; echo WROTE-ALL"
+)
+
+
+@pytest.mark.bwrap
+def test_files_hidden_deeper_than_path_max_count_toward_the_disk_limit(request, make_task):
+    """Files written at the bottom of a 6 KB path (no path-based walk reaches them) are
+    counted by bwrap's watchdog, which walks the sample's folders on the host: the agent is
+    stopped at the limit, not after writing all 320 MB."""
+    backend = build_backend("bwrap", request)
+    backend.disk_mb = DISK_MB  # type: ignore[attr-defined]
+    agent = Writer(BELOW_PATH_MAX)
+    rec = asyncio.run(run_sample(load_task(make_task()), 0, agent, backend, LIMITS, "limits"))
+    assert rec.outcome is Outcome.failed
+    assert "stopped: workspace disk limit" in (rec.agent.error or ""), rec.agent.error
+    assert "WROTE-ALL" not in agent.seen and not agent.finished
+
+
 def harbor_limits_task(root: Path, environment: str):
     """A Harbor task whose `[environment]` table is `environment` (its limits), loaded."""
     from tests.test_harbor import harbor_task
