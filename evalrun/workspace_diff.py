@@ -20,6 +20,14 @@ only HEAD, packed-refs and refs/ are compared - where the branches point (a comm
 moved ref; the objects it wrote are not listed). A
 sandbox without python3 (some task images) gets a diff that says so. Nothing here can change a
 sample's outcome: any failure becomes a note on the diff.
+
+The agent shapes the workspace, so nothing in it may break the listing or the record it feeds
+(DESIGN.md, threat model rule 2). The listing walks the tree iteratively, names a folder deeper
+than `MAX_DEPTH` without entering it and stops comparing past `MAX_FOLDERS` folders; it reads
+names as bytes and writes them as valid, printable Unicode - a name (or a symlink's target) that
+is not UTF-8 or holds a control character is escaped losslessly (`\\xNN` per such byte, `\\\\`
+for a backslash) and its entry says so; the read-back of a changed file turns such a name back
+into its bytes.
 """
 
 from __future__ import annotations
@@ -41,11 +49,59 @@ TEXT_MAX = 64 * 1024  # a text file's content is kept (diffed) up to this size
 TEXT_BUDGET = 256 * 1024  # text kept from the starting workspace, all files together
 OUTPUT_MAX = 160 * 1024  # encoded snapshot on stdout (sandbox output limits are 256 KiB)
 CHANGED_MAX = 50  # changed text files read back and diffed
+MAX_DEPTH = 64  # a folder deeper than this is named, its contents not listed
+MAX_FOLDERS = 20_000  # beyond it the workspace is not compared
 FILE_DIFF_CHARS = 16_000
 DIFF_CHARS = 64_000
 TIMEOUT_S = 60.0
 
-_SCRIPT = r"""
+# File names as the listing writes them: valid, printable Unicode, and losslessly so. A name that
+# is UTF-8 without a backslash or a control character is kept as it is; any other is escaped -
+# every byte that is not UTF-8 or belongs to a control character (Cc, Cf, Zl, Zp: newlines, ESC,
+# bidi overrides) as \xNN, a backslash as \\ - so a name with a backslash in it is always an
+# escaped one, and `raw_of` gives back the exact bytes.
+_NAMES = r"""
+import unicodedata
+SHOWN_AS_BYTES = ("Cc", "Cf", "Zl", "Zp")
+def name_of(raw):
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is not None and "\\" not in text:
+        if text.isascii() and text.isprintable():
+            return text
+        if not any(unicodedata.category(c) in SHOWN_AS_BYTES for c in text):
+            return text
+    out = []
+    for c in raw.decode("utf-8", "surrogateescape"):
+        if c == "\\":
+            out.append("\\\\")
+        elif "\udc80" <= c <= "\udcff":
+            out.append("\\x%02x" % (ord(c) - 0xdc00))
+        elif unicodedata.category(c) in SHOWN_AS_BYTES:
+            out.extend("\\x%02x" % b for b in c.encode("utf-8"))
+        else:
+            out.append(c)
+    return "".join(out)
+def raw_of(name):
+    if "\\" not in name:
+        return name.encode("utf-8")
+    out, i = bytearray(), 0
+    while i < len(name):
+        if name.startswith("\\\\", i):
+            out += b"\\"
+            i += 2
+        elif name.startswith("\\x", i):
+            out.append(int(name[i + 2:i + 4], 16))
+            i += 4
+        else:
+            out += name[i].encode("utf-8")
+            i += 1
+    return bytes(out)
+"""
+
+_LISTING = r"""
 import base64, hashlib, json, os, stat, sys, zlib
 mode, limits = sys.argv[1], json.loads(sys.argv[2])
 def sniff(head):
@@ -69,19 +125,42 @@ def emit(obj):
     raw = zlib.compress(json.dumps(obj, separators=(",", ":")).encode(), 6)
     sys.stdout.write(base64.b64encode(raw).decode())
 if mode == "read":
-    emit({"texts": {p: text_of(p) if os.path.isfile(p) else None for p in sys.argv[3:]}})
+    wanted = [(p, raw_of(p)) for p in sys.argv[3:]]
+    emit({"texts": {p: text_of(raw) if os.path.isfile(raw) else None for p, raw in wanted}})
     sys.exit(0)
 files, texts, total, budget, skipped = {}, {}, 0, limits["text_budget"], None
-for top, dirs, names in os.walk("."):
-    links = [d for d in dirs if os.path.islink(os.path.join(top, d))]
-    dirs[:] = sorted(d for d in dirs if d not in links)
-    if os.path.basename(top) == ".git":  # where branches point, not the objects
-        dirs[:] = [d for d in dirs if d == "refs"]
-        names = [n for n in names if n in ("HEAD", "packed-refs")]
-    for name in sorted(names + links):
-        path = os.path.join(top, name)[2:]
+stack, folders = [(b".", 0)], 0
+while stack and not skipped:  # iterative: a chain of folders thousands deep is no recursion
+    top, depth = stack.pop()
+    folders += 1
+    if folders > limits["max_folders"]:
+        skipped = "the workspace holds more than %d folders" % limits["max_folders"]
+        break
+    if depth > limits["max_depth"]:  # named, not entered
+        files[name_of(top[2:])] = ["deep", 0, 0, "", False]
+        continue
+    try:
+        with os.scandir(top) as found:
+            entries = sorted(found, key=lambda e: e.name)
+    except OSError:
+        continue
+    in_git = os.path.basename(top) == b".git"  # where branches point, not the objects
+    subdirs = []
+    for entry in entries:
         try:
-            st = os.lstat(path)
+            is_dir = entry.is_dir(follow_symlinks=False)
+        except OSError:
+            continue
+        if is_dir:
+            if not in_git or entry.name == b"refs":
+                subdirs.append(entry.path)
+            continue
+        if in_git and entry.name not in (b"HEAD", b"packed-refs"):
+            continue
+        raw = entry.path[2:]
+        path = name_of(raw)
+        try:
+            st = os.lstat(raw)
         except OSError:
             continue
         if len(files) >= limits["max_files"]:
@@ -89,7 +168,11 @@ for top, dirs, names in os.walk("."):
             break
         perm = stat.S_IMODE(st.st_mode)
         if stat.S_ISLNK(st.st_mode):
-            files[path] = ["link", perm, 0, os.readlink(path), False]
+            try:
+                target = name_of(os.readlink(raw))
+            except OSError:
+                target = "unreadable"
+            files[path] = ["link", perm, 0, target, False]
             continue
         if not stat.S_ISREG(st.st_mode):
             continue
@@ -99,7 +182,7 @@ for top, dirs, names in os.walk("."):
             break
         digest, text, texty = "unreadable", None, False
         try:
-            with open(path, "rb") as fh:
+            with open(raw, "rb") as fh:
                 head = fh.read(1 << 20)
                 texty = sniff(head)
                 if st.st_size > limits["hash_max"]:
@@ -117,8 +200,7 @@ for top, dirs, names in os.walk("."):
         if mode == "keep" and text is not None and len(text) <= budget:
             texts[path] = text
             budget -= len(text)
-    if skipped:
-        break
+    stack.extend((d, depth + 1) for d in reversed(subdirs))
 out = {"files": files, "texts": texts, "skipped": skipped}
 encoded = zlib.compress(json.dumps(out, separators=(",", ":")).encode(), 6)
 while len(encoded) * 4 // 3 > limits["output_max"] and out["texts"]:
@@ -128,6 +210,7 @@ if len(encoded) * 4 // 3 > limits["output_max"]:
     out = {"files": {}, "texts": {}, "skipped": "the workspace listing is too large to compare"}
 emit(out)
 """
+_SCRIPT = _NAMES + _LISTING
 
 
 def _limits() -> str:
@@ -139,14 +222,16 @@ def _limits() -> str:
             "text_max": TEXT_MAX,
             "text_budget": TEXT_BUDGET,
             "output_max": OUTPUT_MAX,
+            "max_depth": MAX_DEPTH,
+            "max_folders": MAX_FOLDERS,
         }
     )
 
 
 @dataclass(frozen=True)
 class Entry:
-    """One path of a listing: kind (file or link), permission bits, size, digest (a symlink's
-    target), and whether it is text."""
+    """One path of a listing: kind (file, link, or deep: a folder below `MAX_DEPTH`, not
+    entered), permission bits, size, digest (a symlink's target), and whether it is text."""
 
     kind: str
     mode: int
@@ -240,10 +325,12 @@ def compare(
             binary=entry.kind == "file" and not entry.text,
             size=entry.size if entry.kind == "file" else None,
         )
-        notes = []
+        notes = _escape_notes(path, old, new)
         if old and new and old.mode != new.mode:
             notes.append(f"mode {old.mode:04o} → {new.mode:04o}")
-        if entry.kind == "link":
+        if entry.kind == "deep":
+            notes.append(f"a folder more than {MAX_DEPTH} levels deep: its contents not listed")
+        elif entry.kind == "link":
             item.diff = _link_diff(path, old, new)
         elif not item.binary:
             text, note = _file_diff(path, before.texts.get(path), new_texts.get(path), old, new)
@@ -257,6 +344,18 @@ def compare(
         item.note = "; ".join(notes) or None
         files.append(item)
     return WorkspaceDiff(files=files)
+
+
+ESCAPED = "as \\xNN: bytes that are not UTF-8 or are control characters; \\\\ is a backslash"
+
+
+def _escape_notes(path: str, old: Entry | None, new: Entry | None) -> list[str]:
+    """Say so when the name or a symlink's target is shown escaped (only an escaped one holds a
+    backslash: see `_NAMES`)."""
+    notes = ["name shown escaped"] if "\\" in path else []
+    if any(e is not None and e.kind == "link" and "\\" in e.digest for e in (old, new)):
+        notes.append("symlink target shown escaped")
+    return [f"{', '.join(notes)} ({ESCAPED})"] if notes else []
 
 
 def _link_diff(path: str, old: Entry | None, new: Entry | None) -> str:

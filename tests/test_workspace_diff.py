@@ -133,3 +133,77 @@ def test_a_changed_file_left_out_of_the_listing_is_read_back(tmp_path, monkeypat
     got = {f.path: f for f in changes.files}
     assert got["a.txt"].change == "added" and got["a.txt"].diff.endswith("+" + "a" * 150 + "\n")
     assert got["z.txt"].note is None and got["z.txt"].diff.endswith(" z\n+more\n")
+
+
+HOSTILE_NAMES = r"""
+set -e
+printf 'hello\n' > "$(printf '\377\376.txt')"
+printf 'x\n' > "$(printf 'esc\033[31m\nline')"
+printf 'y\n' > 'back\x41'
+ln -s "$(printf '\377/\033')" "$(printf 'link\376')"
+"""
+
+
+@pytest.mark.parametrize("backend_id", backend_params(ALL_BACKENDS))
+def test_names_in_any_encoding_are_recorded_escaped_on_every_backend(
+    backend_id, request, tmp_path, monkeypatch
+):
+    """File names and a symlink target that are not UTF-8 or hold control characters are
+    recorded as printable text, escaped so the bytes can be told apart, with a note; such a
+    file's new text is still read back and diffed (no text is kept in the listing here)."""
+    monkeypatch.setattr(workspace_diff, "TEXT_BUDGET", 0)
+    backend = build_backend(backend_id, request)
+    (tmp_path / "setup").mkdir()
+    changes = asyncio.run(agent_changes(backend, tmp_path / "setup", HOSTILE_NAMES))
+    got = {f.path: f for f in changes.files}
+    assert sorted(got) == ["\\xff\\xfe.txt", "back\\\\x41", "esc\\x1b[31m\\x0aline", "link\\xfe"]
+    assert got["\\xff\\xfe.txt"].diff.endswith("@@ -0,0 +1 @@\n+hello\n")
+    assert got["back\\\\x41"].diff.endswith("+y\n")  # a real backslash, told apart from a byte
+    assert "+symlink -> \\xff/\\x1b\n" in got["link\\xfe"].diff
+    for item in changes.files:
+        assert item.path.isprintable() and item.note is not None
+        assert item.note.startswith("name shown escaped")
+    assert "symlink target shown escaped" in (got["link\\xfe"].note or "")
+    assert "\x1b" not in changes.patch() and "\udcff" not in changes.patch()
+
+
+def test_the_escaping_of_names_is_lossless():
+    """Every name maps to printable text and back to the same bytes, and no two names share a
+    text - a literal `\\xff` in a name included."""
+    codec: dict = {}
+    exec(workspace_diff._NAMES, codec)  # the in-sandbox half of the listing script
+    names = [bytes([b]) for b in range(1, 256) if b != ord("/")]
+    names += [b"\\xff", b"\\\\", b"a\\b", "é\u202e\u2028.py".encode(), b"\xc3(", b"\xe2\x80"]
+    shown = [codec["name_of"](name) for name in names]
+    assert all(text.isprintable() for text in shown)
+    assert [codec["raw_of"](text) for text in shown] == names
+    assert len(set(shown)) == len(names)
+    assert codec["name_of"](b"plain name.txt") == "plain name.txt"
+    assert codec["name_of"]("café.py".encode()) == "café.py"
+
+
+DEEP_CHAIN = """
+set -e
+echo top > top.txt
+p=$(printf 'd/%.0s' $(seq 1000))
+for i in 1 2 3; do mkdir -p "$p"; cd "$p"; done
+echo bottom > bottom.txt
+"""
+
+
+@pytest.mark.parametrize("backend_id", backend_params(["local", "bwrap", "docker"]))
+def test_a_folder_chain_3000_deep_is_named_not_walked(backend_id, request, tmp_path):
+    """The listing does not recurse: the rest of the workspace is compared as usual, and the
+    chain is one entry at the depth where listing stopped, saying so. (Not on the Modal
+    stand-in: its host-side clean-up is the test double's own `shutil.rmtree`.)"""
+    backend = build_backend(backend_id, request)
+    (tmp_path / "setup").mkdir()
+    changes = asyncio.run(agent_changes(backend, tmp_path / "setup", DEEP_CHAIN))
+    assert changes.skipped is None
+    got = {f.path: f for f in changes.files}
+    deep = "d/" * workspace_diff.MAX_DEPTH + "d"
+    assert sorted(got) == [deep, "top.txt"]
+    assert got[deep].note == (
+        f"a folder more than {workspace_diff.MAX_DEPTH} levels deep: its contents not listed"
+    )
+    assert got["top.txt"].diff.endswith("+top\n")
