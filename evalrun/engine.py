@@ -29,6 +29,7 @@ from evalrun.sandbox.base import Sandbox, SandboxBackend
 from evalrun.sandbox.output import tail_text
 from evalrun.tasks import Task
 from evalrun.turns import take_steps, take_turn
+from evalrun.writable import writable
 
 if TYPE_CHECKING:
     from evalrun.judges import Judge
@@ -255,7 +256,7 @@ async def execute(
                 )
             if judge is not None:  # after grading, on the final attempt; never changes outcome
                 rec = await judge.judge(task, rec)
-        on_record(rec)
+        on_record(writable(rec))  # whatever the agent put in it (evalrun.writable)
 
     jobs = [asyncio.create_task(one(task, trial)) for task, trial in cells]
     results, stopped = await until_stopped(jobs, backend, on_interrupt)

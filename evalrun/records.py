@@ -4,11 +4,13 @@ tasks of a suite that did not run (`SkippedEntry`, in plan.json and summary.json
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
+
+from evalrun.writable import bounded_args, escape_surrogates
 
 
 class Outcome(StrEnum):
@@ -19,8 +21,17 @@ class Outcome(StrEnum):
     error = "error"
 
 
+def _valid_text(text: str | None) -> str | None:
+    """An agent's text as valid Unicode: an undecodable byte it carried (`surrogateescape`)
+    becomes `\\xNN`, so the text can be written, sent and graded anywhere."""
+    return None if text is None else escape_surrogates(text)
+
+
 class ToolCall(BaseModel):
-    """One step of an agent's trajectory."""
+    """One step of an agent's trajectory. What an agent puts in one is made writable when the
+    step is made or a field set (`evalrun.writable`)."""
+
+    model_config = ConfigDict(validate_assignment=True)
 
     name: str
     args: dict[str, Any] = Field(default_factory=dict)
@@ -31,6 +42,15 @@ class ToolCall(BaseModel):
     # the first call of that response only, so a trajectory's tokens add up.
     input_tokens: int | None = None
     output_tokens: int | None = None
+
+    @field_validator("args", mode="before")
+    @classmethod
+    def _bounded(cls, args: Any) -> Any:
+        """Whatever an agent put in them (any depth, keys, types or size), bounded when the step
+        is made, so its log, its report and its record can all hold it (`evalrun.writable`)."""
+        return bounded_args(args) if isinstance(args, Mapping) else args
+
+    _text = field_validator("name", "result", "error")(_valid_text)
 
 
 class Usage(BaseModel):
@@ -64,12 +84,17 @@ class Usage(BaseModel):
 
 
 class AgentResult(BaseModel):
-    """What an agent hands back: its final message, what it did, what it cost, how it ended."""
+    """What an agent hands back: its final message, what it did, what it cost, how it ended.
+    Its text is made valid Unicode when it is made or set (`_valid_text`)."""
+
+    model_config = ConfigDict(validate_assignment=True)
 
     output: str = ""
     trajectory: list[ToolCall] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     error: str | None = None
+
+    _text = field_validator("output", "error")(_valid_text)
 
 
 ChangeKind = Literal["added", "removed", "modified"]

@@ -29,6 +29,7 @@ One run, one directory, one writer:
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import json
@@ -44,6 +45,8 @@ import yaml
 from evalrun.errors import UsageError
 from evalrun.records import CellKey, SampleRecord
 from evalrun.redact import SecretValues, redact, redact_overrides
+from evalrun.sandbox.output import tail_text
+from evalrun.writable import escape_surrogates, minimal, writable
 
 if TYPE_CHECKING:
     from evalrun.metrics import Summary
@@ -56,6 +59,7 @@ CONFIG_FILE = "config.yaml"
 OVERRIDES_FILE = "overrides.yaml"
 LOCK_FILE = "writer.lock"
 MAX_SUFFIX = 1000
+LOG_CHARS = 8_000_000  # a per-sample log keeps its last this many characters
 
 
 class RunStore:
@@ -63,13 +67,19 @@ class RunStore:
     crash is cut before the next append), writes the config, plan, summary and logs.
 
     Everything written goes through `secrets` first: a record's text, a log, a JSON file, the
-    config (masked by name and scrubbed by value) and the overrides."""
+    config (masked by name and scrubbed by value) and the overrides.
+
+    Nothing an agent put in a record or a log can stop it being written, nor cost another
+    sample its record (DESIGN.md, threat model rule 2): a record is made writable
+    (`evalrun.writable`) and must read back before it is written, else its cell's minimal
+    record is written instead; a line whose write fails is cut off again, so the next record
+    still starts a line of its own; a log is escaped and kept to its last `LOG_CHARS`."""
 
     def __init__(self, run_dir: Path, secrets: SecretValues | None = None):
         self.run_dir = Path(run_dir)
         self.samples_path = self.run_dir / SAMPLES_FILE
         self.secrets = secrets or SecretValues()
-        self._handle: IO[str] | None = None
+        self._handle: IO[bytes] | None = None
 
     def create(self) -> None:
         self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -99,15 +109,25 @@ class RunStore:
         (self.run_dir / OVERRIDES_FILE).write_text(yaml.safe_dump(safe))
 
     def append(self, record: SampleRecord) -> SampleRecord:
-        """Write `record` (scrubbed) durably; return what was written, for the trackers."""
-        record = self.secrets.scrub_record(record)
+        """Write `record` (made writable, scrubbed) durably; return what was written, for the
+        trackers. Only the file system failing raises (`OSError`)."""
+        written, line = self._line(record)
         if self._handle is None:
             _drop_torn_tail(self.samples_path)
-            self._handle = self.samples_path.open("a", encoding="utf-8")
-        self._handle.write(record.model_dump_json() + "\n")
-        self._handle.flush()
-        os.fsync(self._handle.fileno())
-        return record
+            self._handle = self.samples_path.open("ab", buffering=0)
+        _append_whole(self._handle, line)
+        return written
+
+    def _line(self, record: SampleRecord) -> tuple[SampleRecord, bytes]:
+        """The record to write and its line; the cell's minimal record when the full one cannot
+        be serialised or would not read back."""
+        try:
+            clean = self.secrets.scrub_record(writable(record))
+            return clean, _serialised(clean)
+        except Exception as exc:  # whatever it is, the cell still gets its record
+            why = f"{type(exc).__name__}: {exc}"
+        fallback = self.secrets.scrub_record(minimal(record, why))
+        return fallback, _serialised(fallback)
 
     def close(self) -> None:
         if self._handle is not None:
@@ -117,7 +137,34 @@ class RunStore:
     def write_log(self, key: CellKey, name: str, text: str) -> None:
         folder = self.run_dir / "samples" / key.task_id / str(key.trial)
         folder.mkdir(parents=True, exist_ok=True)
+        text = escape_surrogates(tail_text(text, LOG_CHARS))
         (folder / name).write_text(self.secrets.scrub(text), encoding="utf-8", errors="replace")
+
+
+def _serialised(record: SampleRecord) -> bytes:
+    """`record`'s line, proven to read back (`RunLog` skips a line it cannot parse, and a
+    resume would run that cell again)."""
+    line = record.model_dump_json()
+    SampleRecord.model_validate_json(line)
+    return line.encode() + b"\n"
+
+
+def _append_whole(handle: IO[bytes], line: bytes) -> None:
+    """Append `line` and fsync it; when that fails, cut the file back to where it was, so no
+    torn line is left for the next record to be glued to."""
+    start = os.fstat(handle.fileno()).st_size
+    try:
+        view = memoryview(line)
+        while view:
+            took = handle.write(view)
+            if not took:
+                raise OSError(errno.EIO, f"{handle.name}: the write took no bytes")
+            view = view[took:]
+        os.fsync(handle.fileno())
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.ftruncate(handle.fileno(), start)
+        raise
 
 
 def _drop_torn_tail(path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import subprocess
 import sys
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from evalrun import store as store_module
 from evalrun.records import CellKey, Outcome, SampleRecord, run_state
 from evalrun.redact import SecretValues
 from evalrun.runlog import PlanFile, PlannedTask, RunLog
@@ -72,6 +74,67 @@ def test_torn_last_line_is_ignored_and_repaired_before_appending(tmp_path):
     again.append(_rec(1))
     again.close()
     assert _trials(tmp_path) == [0, 1]
+
+
+def test_a_record_that_still_cannot_be_serialised_is_written_as_its_cells_minimal_record(
+    tmp_path, monkeypatch
+):
+    """The last resort, for anything `evalrun.writable` does not catch: the cell keeps a record
+    with its outcome and a reason saying what could not be recorded, and the next record is
+    written as usual."""
+    monkeypatch.setattr(store_module, "writable", lambda record: record)  # a gap in it
+    store = _new_run(tmp_path)
+    broken = _rec(0).model_copy(
+        update={"reason": "FAIL: bad \udcff name", "verify_output": "out \udcfe"}
+    )
+    written = store.append(broken)
+    store.append(_rec(1))
+    store.close()
+    first, second = RunLog.open(tmp_path).records()
+    assert first == written and (first.trial, first.outcome) == (0, Outcome.passed)
+    assert first.reason is not None and first.reason.startswith("FAIL: bad \\xff name [the full")
+    assert "could not be written: PydanticSerializationError" in first.reason
+    assert first.verify_output == ""
+    assert second.trial == 1 and RunLog.open(tmp_path).state().complete
+
+
+class FullDisk:
+    """A samples file whose disk fills up halfway through a write."""
+
+    def __init__(self, real):
+        self.real = real
+        self.name = real.name
+
+    def fileno(self) -> int:
+        return self.real.fileno()
+
+    def write(self, data) -> int:
+        self.real.write(bytes(data[: len(data) // 2]))
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def test_a_write_that_fails_midway_leaves_no_torn_line_for_the_next_record(tmp_path):
+    store = _new_run(tmp_path)
+    store.append(_rec(0))
+    real, store._handle = store._handle, FullDisk(store._handle)
+    with pytest.raises(OSError, match="No space left"):
+        store.append(_rec(1))
+    store._handle = real  # space again: the next record must not be glued to half a line
+    store.append(_rec(1))
+    store.close()
+    assert _trials(tmp_path) == [0, 1]
+
+
+def test_a_log_is_written_whatever_bytes_and_however_much_the_agent_printed(tmp_path, monkeypatch):
+    monkeypatch.setattr(store_module, "LOG_CHARS", 1000)
+    store = _new_run(tmp_path)
+    key = CellKey(task_id="t", fingerprint="f", trial=0)
+    store.write_log(key, "agent.log", "name \udcff\udcfe\n" + "x" * 5000 + "\nthe end\n")
+    text = (tmp_path / "samples" / "t" / "0" / "agent.log").read_text(encoding="utf-8")
+    assert text.startswith("[... ") and "chars omitted" in text and text.endswith("the end\n")
+    assert len(text) < 1100
+    store.write_log(key, "verify.log", "name \udcff\udcfe\n")
+    assert (tmp_path / "samples/t/0/verify.log").read_text() == "name \\xff\\xfe\n"
 
 
 # --- one directory, one writer -----------------------------------------------------------------
