@@ -459,6 +459,22 @@ done
 true
 """,
     ),
+    Attack(
+        "poison-the-record",
+        "harness",
+        "file names that are not UTF-8 or hold control characters (ESC, newline, a bidi "
+        "override), a symlink to such bytes, folders 3000 deep and 20 MB of binary output, so "
+        "the sample's record cannot be written or another sample's is lost",
+        r"""for n in '\377\376.txt' 'esc\033[31m\a' 'new\nline' 'bidi\342\200\256txt.py' 'back\\x41'
+do printf 'x\n' > "$(printf "$n")" 2>/dev/null
+done
+ln -s "$(printf '\377/\033')" "$(printf 'link\376')" 2>/dev/null
+p=$(printf 'd/%.0s' $(seq 1000))
+(for i in 1 2 3; do mkdir -p "$p" && cd "$p" || exit 0; done)
+head -c 20000000 /dev/urandom
+true
+""",
+    ),
 )
 
 
