@@ -376,7 +376,8 @@ class HarborFormat:
         """Inject the tests folders, run tests/test.sh, read and judge its reward."""
         timeout_s = verifier.timeout_s or timeout_s
         container = sandbox.is_container
-        also = [CONTAINER_TESTS_DIR, CONTAINER_VERIFIER_DIR] if container else []
+        # a container's /logs/verifier was made fresh by `end_agent` (its parent is root's)
+        also = [CONTAINER_TESTS_DIR] if container else []
         notes: list[str] = []
         for index, tests_dir in enumerate(verifier.tests_dirs):
             # the first folder replaces whatever was at tests/; the next ones add to it

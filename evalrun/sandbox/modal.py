@@ -268,7 +268,9 @@ class ModalSandbox:
             raise OSError(f"unpacking {host_dir} in the sandbox failed: {detail}")
 
     async def end_agent(self) -> None:
-        code, stderr = await self._plain(end_agent_argv((0, 0), VERIFIER_HOME, VERIFIER_TMP))
+        code, stderr = await self._plain(
+            end_agent_argv((0, 0), VERIFIER_HOME, VERIFIER_TMP, ["/logs/verifier"])
+        )
         if code != 0:
             raise SandboxError(f"could not end the agent's processes: {stderr.strip()}")
         self._agent_done = True
