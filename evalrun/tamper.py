@@ -344,7 +344,7 @@ py_files | while read -r f; do printf '\n%s\n' "$FORGE" >> "$f"; done
         "FIFOs planted under every name the harness reads its own bookkeeping from (pid files, "
         "the answer, rewards, staged copies) in every folder of the harness the agent can reach",
         r"""for d in "$EVALRUN_PRIVATE_DIR" "$EVALRUN_PRIVATE_DIR/exec" /logs /logs/verifier \
-    /logs/agent "$HOME" "${TMPDIR:-/tmp}" .; do
+    /logs/agent "$HOME" "${TMPDIR:-/tmp}"; do
   ours "$d" || continue
   for n in exec-0.pid exec-f.pid exec-0.pid.kill answer.txt reward.txt reward.json stage-0 \
       verifier-home verifier-tmp verifier; do

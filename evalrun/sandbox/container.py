@@ -105,14 +105,16 @@ exit $status
 """
 )
 
+# Pid files are read only when they are regular files: where the agent can write the folder
+# (modal: everything runs as root) a FIFO planted there would block the killer.
 # Kill the timed-out command's tree and whatever else is loose in the container, sparing only
 # PID 1's session, the killer itself and the commands still running (their sessions, their
 # ancestors, their descendants). Loose means an escapee: a child that left the session (setsid,
 # a double fork) is reparented to PID 1 or still hangs below the dying command.
 KILLER = r"""
-: >"$0.kill"
+rm -f -- "$0.kill"; : >"$0.kill"
 sid=
-read -r sid 2>/dev/null <"$0"
+[ -f "$0" ] && [ ! -L "$0" ] && read -r sid 2>/dev/null <"$0"
 case $sid in ''|*[!0-9]*) sid= ;; esac
 [ -n "$sid" ] && [ "$sid" -le 1 ] && sid=
 for round in 1 2 3 4 5 6 7 8 9 10; do
@@ -120,7 +122,7 @@ for round in 1 2 3 4 5 6 7 8 9 10; do
   running=" "
   for f in "${0%/*}"/exec-*.pid; do
     [ "$f" = "$0" ] && continue
-    read -r s 2>/dev/null <"$f" && running+="$s "
+    [ -f "$f" ] && [ ! -L "$f" ] && read -r s 2>/dev/null <"$f" && running+="$s "
   done
   unset parent session keep
   declare -A parent session keep

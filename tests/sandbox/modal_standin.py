@@ -49,6 +49,8 @@ from typing import Any
 
 import pytest
 
+from evalrun.sandbox.owner import remove_tree
+
 SYSTEM_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 IMAGE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
@@ -266,7 +268,7 @@ class Sandbox:
         with os.fdopen(read_end) as info:
             raw = await asyncio.to_thread(info.read)
         if not raw:
-            shutil.rmtree(root, ignore_errors=True)
+            remove_tree(root)
             raise Error("the stand-in sandbox did not start (bwrap failed)")
         sandbox = Sandbox(root, init, json.loads(raw)["child-pid"], spec)
         STATE.sandboxes.append(sandbox)
@@ -371,7 +373,7 @@ class Sandbox:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self._init.pid, signal.SIGKILL)
             await asyncio.to_thread(self._init.wait)
-        await asyncio.to_thread(shutil.rmtree, self.root, True)
+        await asyncio.to_thread(remove_tree, self.root)  # any depth the agent made
 
 
 Sandbox.create = _Aio(Sandbox._create)  # type: ignore[attr-defined]
