@@ -20,7 +20,7 @@ from pathlib import Path
 
 from evalrun.agents.cache import build_preset, preset_names
 from evalrun.agents.install import describe
-from evalrun.cli import compose_config
+from evalrun.cli.main import compose_config
 
 
 def main() -> None:
@@ -45,7 +45,7 @@ def main() -> None:
             info = describe(target)
             layer = ""
             if args.docker:
-                from evalrun.sandbox.docker import DockerBackend
+                from evalrun.sandbox.docker.backend import DockerBackend
 
                 backend = DockerBackend()
                 started = time.monotonic()

@@ -4,7 +4,7 @@ concurrency levels - the shape of a real run, where agents mostly wait on a mode
     .venv/bin/python bench/concurrency.py                    # 200 samples x 1 s at 1, 10, 50
     .venv/bin/python bench/concurrency.py --samples 50 --levels 5 25
 
-Runs the real engine (`evalrun.engine.execute`) on the local sandbox, with a real task folder
+Runs the real engine (`evalrun.run.engine.execute`) on the local sandbox, with a real task folder
 (setup copy, verify.sh) per sample; only the agent is a stand-in that sleeps.
 """
 
@@ -17,10 +17,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from evalrun.engine import Limits, execute
-from evalrun.records import AgentResult
+from evalrun.models.records import AgentResult
+from evalrun.run.engine import Limits, execute
 from evalrun.sandbox.local import LocalBackend
-from evalrun.tasks import load_task
+from evalrun.tasks.loader import load_task
 
 
 class WaitingAgent:

@@ -20,11 +20,11 @@ import time
 from pathlib import Path
 
 from evalrun.agents.oracle import OracleAgent
-from evalrun.engine import Limits, run_sample
-from evalrun.records import Outcome
+from evalrun.models.records import Outcome
+from evalrun.run.engine import Limits, run_sample
 from evalrun.sandbox.base import sandbox_env
 from evalrun.sandbox.local import LocalBackend
-from evalrun.tasks import load_suite
+from evalrun.tasks.loader import load_suite
 
 BY_HAND = r"""
 set -u

@@ -16,8 +16,8 @@ from __future__ import annotations
 import argparse
 import random
 
-from evalrun import stats
-from evalrun.metrics import pass_at_k, pass_hat_k
+from evalrun.analysis import stats
+from evalrun.analysis.metrics import pass_at_k, pass_hat_k
 
 SETTINGS = [  # tasks, trials, mean pass rate, ICC
     (23, 1, 0.62, 0.5),

@@ -28,15 +28,15 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from evalrun.records import AgentResult, Outcome, SampleRecord, ToolCall
-from evalrun.redact import SecretValues
-from evalrun.runlog import PlanFile, PlannedTask, RunLog
-from evalrun.store import RunStore
+from evalrun.models.records import AgentResult, Outcome, SampleRecord, ToolCall
+from evalrun.rundir.log import PlanFile, PlannedTask, RunLog
+from evalrun.rundir.redact import SecretValues
+from evalrun.rundir.store import RunStore
 
 LAUNCH = """
 import sys, time
-import evalrun.plan, evalrun.runner, hydra.main  # imported before the barrier: no import jitter
-from evalrun.cli import main
+import evalrun.run.plan, evalrun.run.runner, hydra.main  # imported before the barrier: no import jitter
+from evalrun.cli.main import main
 time.sleep(max(0.0, float(sys.argv[1]) - time.time()))
 main(sys.argv[2:])
 """
@@ -99,7 +99,7 @@ def concurrent_resumes(root: Path, attempts: int) -> None:
         run_dir = root / f"resume{n}"
         args = [f"tasks_dir={suite}", f"run_dir={run_dir}", "trials=3", "concurrency=2"]
         proc = subprocess.Popen(
-            [sys.executable, "-m", "evalrun.cli", *args],
+            [sys.executable, "-m", "evalrun.cli.main", *args],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,

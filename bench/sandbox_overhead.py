@@ -31,12 +31,12 @@ from pathlib import Path
 from hydra.utils import instantiate
 
 from evalrun.agents.oracle import OracleAgent
-from evalrun.cli import compose_config
-from evalrun.engine import Limits, run_sample
+from evalrun.cli.main import compose_config
 from evalrun.errors import UsageError
-from evalrun.records import Outcome, SampleRecord
+from evalrun.models.records import Outcome, SampleRecord
+from evalrun.run.engine import Limits, run_sample
 from evalrun.sandbox.base import SandboxBackend
-from evalrun.tasks import Task, load_suite
+from evalrun.tasks.loader import Task, load_suite
 
 REPO = Path(__file__).resolve().parent.parent
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

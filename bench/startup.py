@@ -74,7 +74,7 @@ def main() -> None:
         app = bare_app(root)
         work = root / "work"
         work.mkdir()
-        cli = f"{COUNT}; from evalrun.cli import main; main()"
+        cli = f"{COUNT}; from evalrun.cli.main import main; main()"
         rows = [
             (
                 "bare Hydra app",

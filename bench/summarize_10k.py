@@ -17,9 +17,9 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from evalrun.records import AgentResult, Outcome, Phases, SampleRecord, ToolCall, Usage
-from evalrun.runlog import PlanFile, PlannedTask, RunLog
-from evalrun.store import RunStore
+from evalrun.models.records import AgentResult, Outcome, Phases, SampleRecord, ToolCall, Usage
+from evalrun.rundir.log import PlanFile, PlannedTask, RunLog
+from evalrun.rundir.store import RunStore
 
 
 def write_run(run_dir: Path, tasks: int, trials: int) -> dict[str, dict]:

@@ -1,4 +1,4 @@
-"""What the load-time checks of a task's own scripts cost (`evalrun.formats.verifier_lint`).
+"""What the load-time checks of a task's own scripts cost (`evalrun.tasks.lint`).
 
     .venv/bin/python bench/task_load.py [--runs 7] [--tasks-dir tasks]
 
@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parent.parent
 LOAD = """
 import resource, time
 {patch}
-from evalrun.tasks import scan_suite
+from evalrun.tasks.loader import scan_suite
 
 def cpu():
     own, kids = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
@@ -42,16 +42,16 @@ print(time.perf_counter() - started, cpu() - cpu_started)
 """
 
 NO_CHECKS = """
-from evalrun.formats import native, verifier_lint
+from evalrun.tasks import lint, native
 native.static_faults = lambda layout: []
-verifier_lint.screen = lambda scripts: None
+lint.screen = lambda scripts: None
 """
 
 EACH = """
 import resource, subprocess, time
 from pathlib import Path
-from evalrun.formats import native
-from evalrun.tasks import TaskLayout
+from evalrun.tasks import native
+from evalrun.tasks.loader import TaskLayout
 folders = sorted(p for p in Path({tasks_dir!r}).iterdir() if (p / "task.yaml").is_file())
 scripts = [s for f in folders for s in native.shell_scripts(TaskLayout(f))]
 started = time.perf_counter()

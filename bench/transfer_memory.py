@@ -29,13 +29,13 @@ DEFAULT_BEFORE = "23b52dc"  # last commit with whole-archive transfers
 MEASURE = r"""
 import asyncio, json, resource, sys, time
 from pathlib import Path
-from evalrun.tasks import load_task
+from evalrun.tasks.loader import load_task
 
 backend_name, task_dir, disk_mb = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
 if backend_name == "bwrap":
-    from evalrun.sandbox.bwrap import BwrapBackend as Backend
+    from evalrun.sandbox.bwrap.backend import BwrapBackend as Backend
 elif backend_name == "docker":
-    from evalrun.sandbox.docker import DockerBackend as Backend
+    from evalrun.sandbox.docker.backend import DockerBackend as Backend
 else:
     from evalrun.sandbox.local import LocalBackend as Backend
 try:

@@ -20,8 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from evalrun.run.workspace_diff import changes_since, take_snapshot
 from evalrun.sandbox.base import SandboxBackend
-from evalrun.workspace_diff import changes_since, take_snapshot
 
 REPO = Path(__file__).resolve().parent.parent
 AGENT = "echo edit >> f0.txt 2>/dev/null; echo new > added.txt; rm -f f1.txt; true"
@@ -33,10 +33,10 @@ def backend(name: str) -> SandboxBackend:
 
         return LocalBackend()
     if name == "bwrap":
-        from evalrun.sandbox.bwrap import BwrapBackend
+        from evalrun.sandbox.bwrap.backend import BwrapBackend
 
         return BwrapBackend()
-    from evalrun.sandbox.docker import DockerBackend
+    from evalrun.sandbox.docker.backend import DockerBackend
 
     return DockerBackend()
 

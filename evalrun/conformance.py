@@ -14,27 +14,27 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from evalrun.agents.base import Agent
-    from evalrun.agents.coder import CoderAgent
+    from evalrun.agents.coder.agent import CoderAgent
     from evalrun.agents.command import CommandAgent
     from evalrun.agents.installed import InstalledAgent
     from evalrun.agents.noop import NoopAgent
     from evalrun.agents.oracle import OracleAgent, OverlayAgent
     from evalrun.agents.python import PythonAgent
-    from evalrun.formats.base import StepPlan, TaskFormat
-    from evalrun.formats.harbor import HarborFormat
-    from evalrun.formats.harbor_steps import HarborStepFormat, HarborSteps
-    from evalrun.formats.native import NativeFormat
-    from evalrun.judges import Judge, NoJudge
-    from evalrun.opik.geval import GEvalJudge
-    from evalrun.opik.tracker import OpikTracker
-    from evalrun.probes.evidence import RecordingAgent
-    from evalrun.probes.format import ProbeFormat
-    from evalrun.probes.replay import ReplayAgent
+    from evalrun.integrations.opik.geval import GEvalJudge
+    from evalrun.integrations.opik.tracker import OpikTracker
+    from evalrun.run.judges import Judge, NoJudge
     from evalrun.sandbox.base import Sandbox, SandboxBackend, UserSwitchingSandbox
-    from evalrun.sandbox.bwrap import BwrapBackend, BwrapSandbox
-    from evalrun.sandbox.docker import DockerBackend, DockerSandbox
+    from evalrun.sandbox.bwrap.backend import BwrapBackend, BwrapSandbox
+    from evalrun.sandbox.docker.backend import DockerBackend, DockerSandbox
     from evalrun.sandbox.local import LocalBackend, LocalSandbox
     from evalrun.sandbox.modal import ModalBackend, ModalSandbox
+    from evalrun.tasks.base import StepPlan, TaskFormat
+    from evalrun.tasks.harbor.steps import HarborStepFormat, HarborSteps
+    from evalrun.tasks.harbor.task import HarborFormat
+    from evalrun.tasks.native import NativeFormat
+    from evalrun.tasks.probes.evidence import RecordingAgent
+    from evalrun.tasks.probes.format import ProbeFormat
+    from evalrun.tasks.probes.replay import ReplayAgent
     from evalrun.trackers.base import Tracker
     from evalrun.trackers.local import LocalTracker
 

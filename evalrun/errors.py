@@ -3,7 +3,7 @@
 A `UsageError` is the user's mistake (a bad config, a bad task folder, a missing key): it stops
 the run before anything starts, exits 2, and says which file, field or key is wrong and what was
 expected. Everything that goes wrong *inside* one sample is recorded on that sample instead, and
-the run goes on (see `evalrun.records`).
+the run goes on (see `evalrun.models.records`).
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Retrying, one way: tenacity, with evalrun's backoff.
 
-Four things retry: a sample that ended in a harness error (`evalrun.engine`), an LLM judgement
-that failed (`evalrun.opik.geval`) or an online conversation judgement that failed
-(`evalrun.opik.conversation`), and reading back what reached Opik (`evalrun.opik.export`).
+Four things retry: a sample that ended in a harness error (`evalrun.run.engine`), an LLM judgement
+that failed (`evalrun.integrations.opik.geval`) or an online conversation judgement that failed
+(`evalrun.integrations.opik.conversation`), and reading back what reached Opik
+(`evalrun.integrations.opik.export`).
 Each asks `retrying(...)` for a tenacity retryer instead of writing its own loop:
 
 - try at most `tries` times; before try n+1 wait `backoff_s * 2**(n-1)` seconds, at most

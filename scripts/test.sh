@@ -36,7 +36,7 @@ echo "test: agent CLIs for the preset tests (into the host cache once; seconds w
 
 echo "test: proving every bundled oracle honest and every reward hack failed, on bwrap and docker"
 # bwrap: every attack. docker: the attacks its harness must stop; the verifier attacks test only
-# the verifiers' own code (python3 -I, the kit), the same on every backend, and tests/test_tamper.py
+# the verifiers' own code (python3 -I, the kit), the same on every backend, and tests/honesty/test_tamper.py
 # plays each of them on docker too.
 .venv/bin/evalrun check sandbox=bwrap
 .venv/bin/evalrun check sandbox=docker --tamper=harness concurrency=8

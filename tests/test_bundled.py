@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 import shutil
 
-from evalrun.tasks import load_suite
+from evalrun.tasks.loader import load_suite
+from tests.cli.test_main import evalrun
 from tests.conftest import REPO
-from tests.test_cli import evalrun
 
 TASKS = REPO / "tasks"
 

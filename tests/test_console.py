@@ -7,9 +7,9 @@ import os
 import subprocess
 import sys
 
+from evalrun.analysis.metrics import summarize
 from evalrun.console import make_console, styled
-from evalrun.metrics import summarize
-from evalrun.records import Outcome, SampleRecord
+from evalrun.models.records import Outcome, SampleRecord
 from evalrun.report.terminal import render
 from tests.conftest import REPO
 
@@ -63,7 +63,7 @@ def test_the_cli_prints_an_error_message_with_its_brackets(tmp_path):
         [
             sys.executable,
             "-m",
-            "evalrun.cli",
+            "evalrun.cli.main",
             "check",
             "--strict",
             f"tasks_dir={tmp_path / 'suite'}",

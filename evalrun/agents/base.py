@@ -8,9 +8,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Protocol
 
-from evalrun.records import AgentResult
+from evalrun.models.records import AgentResult
 from evalrun.sandbox.base import Sandbox, SandboxBackend, SandboxSpec
-from evalrun.tasks import Task
+from evalrun.tasks.loader import Task
 
 
 @dataclass(frozen=True)

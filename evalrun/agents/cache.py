@@ -17,8 +17,8 @@ from rich.console import Console
 
 from evalrun.agents.install import cache_root, describe, installed
 from evalrun.agents.installed import InstalledAgent
-from evalrun.arguments import CommandParser
-from evalrun.config import CONF_DIR
+from evalrun.cli.arguments import CommandParser
+from evalrun.config.schema import CONF_DIR
 from evalrun.errors import UsageError
 
 

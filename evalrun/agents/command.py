@@ -26,7 +26,7 @@ Usage file - one JSON object, every field optional:
   {"requests": 3, "input_tokens": 5200, "output_tokens": 410, "cache_read_tokens": 4000,
    "cache_write_tokens": 0, "cost_usd": 0.0123, "model": "gpt-4o-mini"}
   `input_tokens` includes cached tokens. Without `cost_usd`, a `model` is priced from the
-  price table (see `evalrun.pricing`); with neither, the cost stays unknown.
+  price table (see `evalrun.config.pricing`); with neither, the cost stays unknown.
 
 A malformed line or file is noted on the agent's error; it never fails the run.
 The sandbox environment is an allow-list: pass an API key the CLI needs with
@@ -45,13 +45,13 @@ from collections.abc import Mapping, Sequence
 from pydantic import ValidationError
 
 from evalrun.agents.base import nothing_to_prepare
-from evalrun.agents.coder_tools import SUMMARY_CHARS, clip
+from evalrun.agents.coder.tools import SUMMARY_CHARS, clip
+from evalrun.config.pricing import resolve_price
 from evalrun.errors import SandboxError, UsageError
-from evalrun.pricing import resolve_price
-from evalrun.records import AgentResult, ToolCall, Usage
+from evalrun.models.records import AgentResult, ToolCall, Usage
 from evalrun.sandbox.base import Sandbox
-from evalrun.sandbox.output import tail_text
-from evalrun.tasks import Task
+from evalrun.sandbox.common.output import tail_text
+from evalrun.tasks.loader import Task
 
 PLACEHOLDERS = ("prompt_file", "trajectory_file", "usage_file", "workdir")
 ENV_NAMES = {

@@ -43,14 +43,14 @@ from typing import Any
 from evalrun.agents.base import RunScope, progress
 from evalrun.agents.command import _read_optional, _scratch_folder
 from evalrun.agents.install import Installed, Package, ensure_installed, installed
+from evalrun.config.providers import Provider
 from evalrun.errors import HarnessError, RunBudgetReached, SandboxError, UsageError, bad_value
 from evalrun.gateway.ledger import Account, Budget, Ledger
 from evalrun.gateway.server import Gateway, Session, Upstream
-from evalrun.providers import Provider
-from evalrun.records import AgentResult, ToolCall
+from evalrun.models.records import AgentResult, ToolCall
 from evalrun.sandbox.base import DEFAULT_SPEC, Sandbox, SandboxBackend, SandboxSpec
-from evalrun.sandbox.output import tail_text
-from evalrun.tasks import Task
+from evalrun.sandbox.common.output import tail_text
+from evalrun.tasks.loader import Task
 
 MISSING_CLI, NO_FORWARDER = 90, 91
 GATEWAY_KEY = "evalrun-gateway"  # what agents get as their "key": the real one stays on the host

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from evalrun.agents.base import nothing_to_prepare
-from evalrun.records import AgentResult
+from evalrun.models.records import AgentResult
 from evalrun.sandbox.base import Sandbox
-from evalrun.tasks import Task
+from evalrun.tasks.loader import Task
 
 
 class NoopAgent:

@@ -11,10 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalrun.agents.base import nothing_to_prepare
-from evalrun.formats.native import apply_overlay
-from evalrun.records import AgentResult
+from evalrun.models.records import AgentResult
 from evalrun.sandbox.base import Sandbox
-from evalrun.tasks import Task
+from evalrun.tasks.loader import Task
+from evalrun.tasks.native import apply_overlay
 
 __all__ = ["OracleAgent", "OverlayAgent", "apply_overlay"]
 

@@ -24,9 +24,9 @@ from typing import Any
 
 from evalrun.agents.base import nothing_to_prepare
 from evalrun.errors import UsageError, bad_value
-from evalrun.records import AgentResult
+from evalrun.models.records import AgentResult
 from evalrun.sandbox.base import Sandbox
-from evalrun.tasks import Task
+from evalrun.tasks.loader import Task
 
 EXAMPLE = "agent.factory=my_pkg.my_module:make_agent"
 

@@ -4,7 +4,7 @@ The gateway asks `Ledger.refusal(account)` before forwarding a generation reques
 `Ledger.charge(account, metered)` after reading its response. Limits (`Budget`) are checked
 before each request, so a request is refused once a limit is *reached*; the request that crosses
 a limit completes (its tokens cannot be known in advance). Costs are priced by evalrun itself
-(`evalrun.pricing`: the config price, else litellm's cost map), never taken from the agent.
+(`evalrun.config.pricing`: the config price, else litellm's cost map), never taken from the agent.
 Thread-safe: the gateway's thread writes, the engine's thread reads.
 """
 
@@ -14,9 +14,9 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from evalrun.config.pricing import Price
 from evalrun.gateway.meter import Metered
-from evalrun.pricing import Price
-from evalrun.records import Usage
+from evalrun.models.records import Usage
 
 Pricer = Callable[[str], tuple[Price | None, str]]
 

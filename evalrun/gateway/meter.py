@@ -8,8 +8,8 @@ of JSON payloads and folded by the API the request path names:
   .../messages                   Anthropic Messages: `message_start` usage, then `message_delta`
   ...:generateContent / :streamGenerateContent   Gemini: `usageMetadata` (the last chunk)
 
-Token convention (evalrun's, see `evalrun.pricing`): `input_tokens` counts every prompt token,
-cached ones included. Anthropic reports cached tokens apart from `input_tokens`, so they are
+Token convention (evalrun's, see `evalrun.config.pricing`): `input_tokens` counts every prompt
+token, cached ones included. Anthropic reports cached tokens apart from `input_tokens`, so they are
 added back; Gemini's thinking tokens are billed as output.
 """
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from evalrun.arguments import CommandParser
+from evalrun.cli.arguments import CommandParser
 from evalrun.console import styled
 from evalrun.errors import UsageError
 from evalrun.report.reasons import why

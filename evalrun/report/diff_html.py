@@ -1,5 +1,6 @@
 """The HTML page of `evalrun diff <run-a> <run-b>`, built from the diff's plain dict (the
-`--json` output, `evalrun.diff.diff_runs`), so the diff command owns the comparison and this
+`--json` output, `evalrun.analysis.diff.diff_runs`), so the diff command owns the comparison and
+this
 module owns only the looks (templates/diff.html.j2, autoescaped).
 
 What the page reads (every key optional; other top-level keys are listed under "Notes"):
@@ -17,7 +18,7 @@ What the page reads (every key optional; other top-level keys are listed under "
 }
 ```
 
-Figures are rounded by kind (`evalrun.diff.fmt_value`); a delta is green when it is an
+Figures are rounded by kind (`evalrun.analysis.diff.fmt_value`); a delta is green when it is an
 improvement (`higher_is_better` when given, else pass* better higher and cost*/latency*/error*/
 flaky* better lower) and its significance sits beside it. Each task row links to its samples in
 both runs' report.html (relative to where the page is written). The page fits 1280 px.
@@ -32,7 +33,7 @@ from pathlib import Path
 from typing import Any, TypeGuard
 from urllib.parse import quote
 
-from evalrun.diff import fmt_change, fmt_value, significance_text
+from evalrun.analysis.diff import fmt_change, fmt_value, significance_text
 from evalrun.report.page import render
 
 LOWER_IS_BETTER = ("cost", "latency", "error", "flaky", "time", "duration")

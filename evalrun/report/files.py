@@ -2,7 +2,8 @@
 
 The runner calls `write_reports` right after summary.json, under its writer lock; `evalrun
 report <dir>` calls it again (for a multirun folder: every job, then the sweep page), taking
-each run directory's writer lock (`evalrun.store.RunLock`) while it writes there. Both read only
+each run directory's writer lock (`evalrun.rundir.store.RunLock`) while it writes there. Both read
+only
 the run's files.
 """
 
@@ -13,8 +14,8 @@ from pathlib import Path
 from evalrun.report.html import render_sweep_html, write_html
 from evalrun.report.junit import write_junit
 from evalrun.report.rundata import load_run
-from evalrun.runlog import RunLog, is_run_dir, sweep_jobs
-from evalrun.store import RunLock
+from evalrun.rundir.log import RunLog, is_run_dir, sweep_jobs
+from evalrun.rundir.store import RunLock
 
 
 def write_reports(run_dir: Path) -> list[Path]:

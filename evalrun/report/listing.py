@@ -1,10 +1,11 @@
 """`evalrun ls`: the runs under a folder, newest first, from each run directory's small files.
 
-Each run is opened with `evalrun.runlog.RunLog` (plan.json, config.yaml and summary.json are read
+Each run is opened with `evalrun.rundir.log.RunLog` (plan.json, config.yaml and summary.json are
+read
 whole); of samples.jsonl only each line's cell (task, fingerprint, trial) is parsed, for the run's
 state (`RunLog.state`): complete, or partial N/M with the missing cells - true even while a run
 or resume is writing it. Multirun jobs (`runs/multirun/<stamp>/<n>/`) are found by walking down
-a few levels (`evalrun.runlog.find_run_dirs`); a run directory is not searched further.
+a few levels (`evalrun.rundir.log.find_run_dirs`); a run directory is not searched further.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from rich.table import Table
 from rich.text import Text
 
 from evalrun.errors import UsageError
-from evalrun.runlog import RunLog, find_run_dirs
-from evalrun.store import current_writer
+from evalrun.rundir.log import RunLog, find_run_dirs
+from evalrun.rundir.store import current_writer
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from evalrun.records import Outcome, SampleRecord
+from evalrun.models.records import Outcome, SampleRecord
 from evalrun.report.rundata import clean_text
 
 LINE_CHARS = 200  # one reason line in the terminal and in the task table

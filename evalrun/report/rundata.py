@@ -1,4 +1,4 @@
-"""What a report shows of one run, read through `evalrun.runlog.RunLog` - the only input of
+"""What a report shows of one run, read through `evalrun.rundir.log.RunLog` - the only input of
 every report.
 
 Reports never touch a live RunPlan: `evalrun report`, `evalrun show` and the sweep page must work
@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalrun.metrics import Summary
-from evalrun.records import RunState, SampleRecord, SkippedEntry
-from evalrun.runlog import PlanFile, RunLog
+from evalrun.analysis.metrics import Summary
+from evalrun.models.records import RunState, SampleRecord, SkippedEntry
+from evalrun.rundir.log import PlanFile, RunLog
 
 HTML_FILE = "report.html"
 JUNIT_FILE = "junit.xml"

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from html import escape
 
-from evalrun.metrics import percentile
+from evalrun.analysis.metrics import percentile
 
 OUTCOME_COLORS = {"pass": "#2e9e5b", "fail": "#d64545", "error": "#b08900"}
 PALETTE = ("#3b6fd8", "#e08a1e", "#2e9e5b", "#a24bc4", "#d64545", "#1f9fb5", "#7a7a7a")

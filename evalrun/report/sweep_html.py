@@ -12,13 +12,13 @@ import os
 from pathlib import Path
 from urllib.parse import quote
 
-from evalrun.configdiff import flatten
+from evalrun.analysis.configdiff import flatten
+from evalrun.analysis.metric_table import PASS_AT, PASS_HAT
 from evalrun.errors import UsageError
-from evalrun.metric_table import PASS_AT, PASS_HAT
 from evalrun.report.page import Card, fmt_rate, fmt_usd, render, svg
 from evalrun.report.rundata import HTML_FILE, RunFiles, load_run
 from evalrun.report.svg import PALETTE, Series, bar_chart, line_chart
-from evalrun.runlog import sweep_jobs
+from evalrun.rundir.log import sweep_jobs
 
 IGNORED_KEYS = ("run_dir",)
 

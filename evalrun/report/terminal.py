@@ -9,10 +9,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from evalrun.analysis.metric_table import PASS_AT, PASS_HAT
+from evalrun.analysis.metrics import GroupStats, Summary
 from evalrun.console import make_console, styled
-from evalrun.metric_table import PASS_AT, PASS_HAT
-from evalrun.metrics import GroupStats, Summary
-from evalrun.records import Outcome, SampleRecord
+from evalrun.models.records import Outcome, SampleRecord
 from evalrun.report.reasons import failure_groups
 
 REASONS_SHOWN = 10  # reason lines after the tables; the rest are in report.html

@@ -133,7 +133,8 @@ class TaskImage:
     """A task that must run in a container image of its own.
 
     `context_dir` is a Docker build context holding a `Dockerfile` (built offline, FROM the
-    backend's local base image, see `evalrun.harbor_image`); `prebuilt` names an image that must
+    backend's local base image, see `evalrun.sandbox.docker.images`); `prebuilt` names an image
+    that must
     already exist locally (or be pullable) when there is no Dockerfile.
     """
 
@@ -282,7 +283,8 @@ GIT_IDENTITY = {
 # What a verifier's environment adds once the agent phase is over: no python user site, so a
 # usercustomize.py or .pth file the agent left under a home cannot run inside the verifier.
 VERIFIER_ENV = {"PYTHONNOUSERSITE": "1"}
-# In the private folder: the harness's start-up hook for a verifier's python (`evalrun.hardening`
+# In the private folder: the harness's start-up hook for a verifier's python
+# (`evalrun.verifier.hardening`
 # writes its sitecustomize.py there after the agent phase); first on every verifier PYTHONPATH.
 VERIFIER_SITE_DIR = "verifier-site"
 

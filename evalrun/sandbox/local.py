@@ -15,7 +15,7 @@ What the harness still does here, knowing an adversarial agent can defeat every 
 every command carries `EVALRUN_SANDBOX=<its sample's temp root>` in its environment, and
 `end_agent` kills every host process that does (an agent process that scrubs its environment
 escapes); the verifier gets a fresh HOME and TMPDIR; `preflight` removes the temp roots and
-processes of runs that no longer exist (`evalrun.sandbox.owner`). There is no disk or memory
+processes of runs that no longer exist (`evalrun.sandbox.common.owner`). There is no disk or memory
 limit, and the hidden verifier is readable by the agent on the host all along.
 """
 
@@ -31,7 +31,7 @@ from contextlib import asynccontextmanager
 from functools import cached_property
 from pathlib import Path
 
-from evalrun.config import EvalConfig, SandboxConf
+from evalrun.config.schema import EvalConfig, SandboxConf
 from evalrun.errors import SandboxError
 from evalrun.sandbox.base import (
     DEFAULT_SPEC,
@@ -41,8 +41,8 @@ from evalrun.sandbox.base import (
     SandboxSpec,
     sandbox_env,
 )
-from evalrun.sandbox.clear import clear_argv, clear_notes
-from evalrun.sandbox.owner import (
+from evalrun.sandbox.common.clear import clear_argv, clear_notes
+from evalrun.sandbox.common.owner import (
     MARKER_FILE,
     PROCESS_MARKER,
     kill_marked,
@@ -50,7 +50,7 @@ from evalrun.sandbox.owner import (
     remove_tree,
     sweep_roots,
 )
-from evalrun.sandbox.process import run_process
+from evalrun.sandbox.common.process import run_process
 
 CLEAR_TIMEOUT_S = 120.0
 

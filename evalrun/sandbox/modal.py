@@ -10,7 +10,8 @@ Each sample gets a fresh sandbox from `image` (a registry tag, or by default `de
 git and sqlite3 added), with `block_network=True` unless configured otherwise and a lifetime of
 `timeout_s`; it is terminated when the sample ends, also on cancellation. Nothing of the host is
 mounted: files go in with `filesystem.write_bytes` (folders as a tar unpacked inside) and come out
-with `filesystem.read_bytes`. Commands run through `evalrun.sandbox.container.ExecSession`, as on
+with `filesystem.read_bytes`. Commands run through `evalrun.sandbox.common.container.ExecSession`,
+as on
 Docker: an allow-listed environment, a session of their own, the whole tree killed on timeout
 (and Modal's own exec timeout as a backstop).
 
@@ -30,7 +31,7 @@ Folders go in as a tar streamed into a `tar -x` exec's stdin, never whole in mem
 kills every process outside PID 1's session and its own, as on Docker, and checks.
 
 Orphans. Every sandbox carries Modal tags naming the evalrun process that made it (the owner
-token of `evalrun.sandbox.owner`, split into tags because a tag value allows only letters,
+token of `evalrun.sandbox.common.owner`, split into tags because a tag value allows only letters,
 digits, `.`, `-` and `_`):
 
 ```
@@ -71,7 +72,7 @@ from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from evalrun.config import EvalConfig, ModalSandboxConf
+from evalrun.config.schema import EvalConfig, ModalSandboxConf
 from evalrun.errors import SandboxError, SandboxUnavailable, bad_value
 from evalrun.sandbox.base import (
     DEFAULT_SPEC,
@@ -85,11 +86,11 @@ from evalrun.sandbox.base import (
     SandboxSpec,
     sandbox_env,
 )
-from evalrun.sandbox.clear import clear_argv, clear_notes
-from evalrun.sandbox.container import ExecSession, end_agent_argv
-from evalrun.sandbox.output import BoundedBuffer
-from evalrun.sandbox.owner import current_owner, owner_alive
-from evalrun.sandbox.transfer import CHUNK, TarPipe
+from evalrun.sandbox.common.clear import clear_argv, clear_notes
+from evalrun.sandbox.common.container import ExecSession, end_agent_argv
+from evalrun.sandbox.common.output import BoundedBuffer
+from evalrun.sandbox.common.owner import current_owner, owner_alive
+from evalrun.sandbox.common.transfer import CHUNK, TarPipe
 
 EXEC_DIR = f"{PRIVATE_DIR}/exec"
 VERIFIER_HOME = f"{PRIVATE_DIR}/verifier-home"
@@ -348,7 +349,7 @@ class ModalBackend:
     isolated = True
     task_limits: frozenset[str] = frozenset({"cpus", "memory_mb"})  # no disk limit
 
-    def __init__(  # defaults: evalrun.config.ModalSandboxConf, their one home
+    def __init__(  # defaults: evalrun.config.schema.ModalSandboxConf, their one home
         self,
         image: str | None = _CONF.image,
         python_version: str = _CONF.python_version,

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from evalrun.records import SampleRecord
+from evalrun.models.records import SampleRecord
 
 if TYPE_CHECKING:
-    from evalrun.metrics import Summary
-    from evalrun.plan import RunPlan
+    from evalrun.analysis.metrics import Summary
+    from evalrun.run.plan import RunPlan
 
 
 class LocalTracker:

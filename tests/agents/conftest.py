@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from evalrun.cli import compose_config
-from evalrun.records import SampleRecord
-from evalrun.runlog import RunLog
-from evalrun.runner import run
+from evalrun.cli.main import compose_config
+from evalrun.models.records import SampleRecord
+from evalrun.run.runner import run
+from evalrun.rundir.log import RunLog
 from tests.conftest import REPO
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -51,7 +51,7 @@ class Finished:
 
 
 def run_eval(suite: Path, run_dir: Path, *overrides: str) -> Finished:
-    """`evalrun.runner.run` on a composed config, the way the CLI calls it."""
+    """`evalrun.run.runner.run` on a composed config, the way the CLI calls it."""
     cfg = compose_config([f"tasks_dir={suite}", f"run_dir={run_dir}", "concurrency=1", *overrides])
     out = io.StringIO()
     code = run(cfg, Console(file=out, width=200))
@@ -61,7 +61,7 @@ def run_eval(suite: Path, run_dir: Path, *overrides: str) -> Finished:
 def evalrun_cli(*args: str, env: dict[str, str] | None = None, cwd: Path = REPO):
     """The `evalrun` command in a subprocess."""
     return subprocess.run(
-        [sys.executable, "-m", "evalrun.cli", *args],
+        [sys.executable, "-m", "evalrun.cli.main", *args],
         capture_output=True,
         text=True,
         cwd=cwd,

@@ -11,11 +11,11 @@ import asyncio
 
 import pytest
 
-from evalrun.agents.coder import CoderAgent
+from evalrun.agents.coder.agent import CoderAgent
 from evalrun.agents.command import CommandAgent
-from evalrun.engine import Limits, attempt_sample
-from evalrun.providers import Provider
-from evalrun.tasks import load_task
+from evalrun.config.providers import Provider
+from evalrun.run.engine import Limits, attempt_sample
+from evalrun.tasks.loader import load_task
 from tests.agents.test_coder import FIX_TYPO, TYPO
 from tests.conftest import REPO
 from tests.openai_standin import Standin, call

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evalrun.agents.coder_gemini import gemini_body
+from evalrun.agents.coder.gemini import gemini_body
 
 BODY = {
     "model": "gemini-2.5-flash",

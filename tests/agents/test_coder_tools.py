@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from evalrun.agents.coder_tools import SUMMARY_CHARS, SandboxTools
+from evalrun.agents.coder.tools import SUMMARY_CHARS, SandboxTools
 from evalrun.sandbox.local import LocalBackend
 
 

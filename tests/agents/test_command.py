@@ -8,8 +8,8 @@ import sys
 import pytest
 
 from evalrun.agents.command import CommandAgent, read_trajectory, read_usage
+from evalrun.config.pricing import litellm_price
 from evalrun.errors import UsageError
-from evalrun.pricing import litellm_price
 from tests.agents.conftest import FIXTURES, evalrun_cli, run_eval
 
 TYPO = "003-error-message-typo"

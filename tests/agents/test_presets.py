@@ -20,13 +20,13 @@ from evalrun.agents.presets.codex import Codex
 from evalrun.agents.presets.gemini_cli import GeminiCli
 from evalrun.agents.presets.mini_swe_agent import MiniSweAgent
 from evalrun.agents.presets.opencode import Opencode
-from evalrun.engine import Limits, attempt_sample
+from evalrun.config.pricing import litellm_price
+from evalrun.config.providers import Provider
 from evalrun.errors import UsageError
-from evalrun.pricing import litellm_price
-from evalrun.providers import Provider
 from evalrun.report.html import step_view
+from evalrun.run.engine import Limits, attempt_sample
 from evalrun.sandbox.local import LocalBackend
-from evalrun.tasks import load_task
+from evalrun.tasks.loader import load_task
 from tests.agents.conftest import FIXTURES, run_eval
 from tests.api_standins import ApiStandin, Turn, say, tool
 from tests.conftest import REPO
@@ -208,7 +208,7 @@ def test_the_other_presets_install_and_answer_at_their_pinned_version(
     """Installed from the registry (or the cache), then proven inside a sandbox: the CLI answers
     --version with the pinned version and the gateway answers through the forwarder."""
     build_backend(backend, request)  # skip here, or fail in CI, without bubblewrap
-    from evalrun.sandbox.bwrap import BwrapBackend
+    from evalrun.sandbox.bwrap.backend import BwrapBackend
 
     sandbox = BwrapBackend(memory_mb=None)  # node reserves more address space than the test cap
     versions = {"gemini_cli": "0.61.0", "opencode": "1.18.33", "aider": "0.86.2"}

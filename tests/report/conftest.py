@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from evalrun.cli import compose_config
-from evalrun.runner import run
+from evalrun.cli.main import compose_config
+from evalrun.run.runner import run
 
 HOSTILE = "<img src=x onerror=alert(1)><script>alert(2)</script>"
 

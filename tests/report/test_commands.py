@@ -1,6 +1,6 @@
 """`evalrun ls`, `evalrun show` and `evalrun report` through the CLI entry point.
 
-Most tests call `evalrun.cli.main` in-process (the same argv handling, exit codes and printing,
+Most tests call `evalrun.cli.main.main` in-process (the same argv handling, exit codes and printing,
 without a new interpreter per call); one runs the installed command in a subprocess.
 """
 
@@ -13,9 +13,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from evalrun.cli import main
+from evalrun.cli.main import main
+from tests.cli.test_main import evalrun as evalrun_subprocess
 from tests.report.conftest import HOSTILE, run_suite
-from tests.test_cli import evalrun as evalrun_subprocess
 
 
 @pytest.fixture
@@ -180,7 +180,7 @@ def test_a_multirun_writes_a_sweep_report_beside_its_jobs(suite, tmp_path):
 
 
 def test_report_is_refused_while_another_process_writes_the_run_and_ls_says_who(evalrun, run_dir):
-    from tests.test_store import _holder
+    from tests.rundir.test_store import _holder
 
     holder = _holder(run_dir)
     try:

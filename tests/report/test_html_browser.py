@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 
 from evalrun.report.html import render_diff_html, render_sweep_html
+from tests.cli.test_main import evalrun
 from tests.conftest import REPO, require_engine
 from tests.report.conftest import run_suite
 from tests.report.test_html import DIFF
-from tests.test_cli import evalrun
 
 pytestmark = pytest.mark.browser
 

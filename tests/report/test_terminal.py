@@ -7,7 +7,7 @@ import io
 
 from rich.console import Console
 
-from evalrun.records import AgentResult, Outcome, SampleRecord
+from evalrun.models.records import AgentResult, Outcome, SampleRecord
 from evalrun.report.terminal import print_reasons
 
 

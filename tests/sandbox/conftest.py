@@ -70,14 +70,14 @@ def _local(request: pytest.FixtureRequest) -> SandboxBackend:
 
 def _bwrap(request: pytest.FixtureRequest) -> SandboxBackend:
     require_engine(shutil.which("bwrap") is not None, "bubblewrap (apt-get install bubblewrap)")
-    module = backend_module("evalrun.sandbox.bwrap")
+    module = backend_module("evalrun.sandbox.bwrap.backend")
     return module.BwrapBackend(
         keep_workspaces=False, max_processes=TEST_MAX_PROCESSES, memory_mb=TEST_MEMORY_MB
     )
 
 
 def _docker(request: pytest.FixtureRequest) -> SandboxBackend:
-    module = backend_module("evalrun.sandbox.docker")
+    module = backend_module("evalrun.sandbox.docker.backend")
     image = os.environ.get("EVALRUN_DOCKER_IMAGE", "evalrun-base:bookworm")
     return module.DockerBackend(image=image, keep_workspaces=False)
 

@@ -49,7 +49,7 @@ from typing import Any
 
 import pytest
 
-from evalrun.sandbox.owner import remove_tree
+from evalrun.sandbox.common.owner import remove_tree
 
 SYSTEM_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 IMAGE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

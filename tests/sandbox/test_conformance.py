@@ -23,10 +23,10 @@ import pytest
 
 from evalrun.agents.noop import NoopAgent
 from evalrun.agents.oracle import OracleAgent
-from evalrun.engine import Limits, run_sample
-from evalrun.records import Outcome
+from evalrun.models.records import Outcome
+from evalrun.run.engine import Limits, run_sample
 from evalrun.sandbox.base import Sandbox, SandboxBackend
-from evalrun.tasks import load_task
+from evalrun.tasks.loader import load_task
 from tests.sandbox.conftest import BackendSpec
 
 KNOWN_LIMITATIONS: dict[tuple[str, str], str] = {
@@ -312,7 +312,7 @@ class PlantingAgent:
         return None
 
     async def run(self, task, sandbox: Sandbox):
-        from evalrun.records import AgentResult
+        from evalrun.models.records import AgentResult
 
         await sandbox.exec(
             "mkdir -p verify.sh/deep && echo x > verify.sh/deep/f && echo x > checks"

@@ -16,10 +16,10 @@ import textwrap
 
 import pytest
 
-from evalrun.engine import Limits, run_sample
-from evalrun.records import AgentResult, Outcome
+from evalrun.models.records import AgentResult, Outcome
+from evalrun.run.engine import Limits, run_sample
 from evalrun.sandbox.base import Sandbox, SandboxBackend
-from evalrun.tasks import load_task
+from evalrun.tasks.loader import load_task
 
 LIMITS = Limits(setup_s=60, agent_s=60, verify_s=60, max_retries=0, retry_backoff_s=0.01)
 
@@ -162,7 +162,7 @@ print("reached:", reached)
 
 class ForgingAgent:
     """Leaves the task unsolved; its module, when the verifier runs it, detaches a process that
-    rewrites the code of every process above it to exit 0 (`evalrun.tamper.FORGE`)."""
+    rewrites the code of every process above it to exit 0 (`evalrun.honesty.tamper.FORGE`)."""
 
     name = "forger"
 
@@ -170,7 +170,7 @@ class ForgingAgent:
         return None
 
     async def run(self, task, sandbox: Sandbox) -> AgentResult:
-        from evalrun.tamper import FORGE
+        from evalrun.honesty.tamper import FORGE
 
         await sandbox.write_file("mod.py", "VALUE = 1\n" + FORGE)
         return AgentResult(output="done")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from evalrun import plan
-from evalrun.sandbox.bwrap import BwrapBackend
+from evalrun.run import plan
+from evalrun.sandbox.bwrap.backend import BwrapBackend
 from evalrun.sandbox.local import LocalBackend
 
 

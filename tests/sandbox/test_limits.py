@@ -16,12 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from evalrun.engine import Limits, run_sample
-from evalrun.records import AgentResult, Outcome
-from evalrun.sandbox import cgroup
+from evalrun.models.records import AgentResult, Outcome
+from evalrun.run.engine import Limits, run_sample
 from evalrun.sandbox.base import Sandbox
-from evalrun.sandbox.owner import MARKER_FILE
-from evalrun.tasks import load_task
+from evalrun.sandbox.bwrap import cgroup
+from evalrun.sandbox.common.owner import MARKER_FILE
+from evalrun.tasks.loader import load_task
 from tests.conftest import REPO, require_engine
 from tests.sandbox.conftest import backend_params, build_backend, host_pids_with
 
@@ -97,7 +97,7 @@ def test_files_hidden_deeper_than_path_max_count_toward_the_disk_limit(request, 
 
 def harbor_limits_task(root: Path, environment: str):
     """A Harbor task whose `[environment]` table is `environment` (its limits), loaded."""
-    from tests.test_harbor import harbor_task
+    from tests.tasks.harbor.test_task import harbor_task
 
     return load_task(harbor_task(root, files={"task.toml": f"[environment]\n{environment}"}))
 
@@ -184,7 +184,7 @@ def test_what_a_killed_run_left_is_removed_by_the_next_start(
     setup = f"bash -c 'sleep 300; : {marker}' & sleep 300\n"
     suite = make_task(files={"setup/setup.sh": setup}).parent
     proc = subprocess.Popen(
-        [sys.executable, "-m", "evalrun.cli", f"sandbox={backend_id}", f"tasks_dir={suite}",
+        [sys.executable, "-m", "evalrun.cli.main", f"sandbox={backend_id}", f"tasks_dir={suite}",
          f"run_dir={tmp_path / 'run'}", "trials=2", "max_retries=0"],
         cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip

@@ -16,14 +16,14 @@ import sys
 
 import pytest
 
-from evalrun.check import probes_for
-from evalrun.cli import compose_config, main
+from evalrun.cli.main import compose_config, main
 from evalrun.errors import SandboxUnavailable, UsageError
-from evalrun.plan import build
+from evalrun.honesty.check import probes_for
+from evalrun.run.plan import build
 from evalrun.sandbox import modal as modal_backend
+from evalrun.sandbox.common.owner import current_owner, start_time
 from evalrun.sandbox.modal import ModalBackend, owner_tags
-from evalrun.sandbox.owner import current_owner, start_time
-from evalrun.tasks import load_task
+from evalrun.tasks.loader import load_task
 from tests.conftest import require_engine
 from tests.sandbox import modal_standin
 from tests.sandbox.modal_standin import StandinState, install_modal_standin

@@ -56,12 +56,12 @@ def networked(backend_id: str, request: pytest.FixtureRequest) -> SandboxBackend
         return build_backend("local", request)
     if backend_id == "bwrap":
         require_engine(shutil.which("bwrap") is not None, "bubblewrap (apt-get install bubblewrap)")
-        backend = backend_module("evalrun.sandbox.bwrap").BwrapBackend(
+        backend = backend_module("evalrun.sandbox.bwrap.backend").BwrapBackend(
             max_processes=128, memory_mb=2048, network="host"
         )
     else:
         image = os.environ.get("EVALRUN_DOCKER_IMAGE", "evalrun-base:bookworm")
-        backend = backend_module("evalrun.sandbox.docker").DockerBackend(
+        backend = backend_module("evalrun.sandbox.docker.backend").DockerBackend(
             image=image, network="host"
         )
     try:

@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 
 from evalrun.agents.oracle import OracleAgent
-from evalrun.engine import Limits, run_sample
-from evalrun.records import AgentResult, Outcome
+from evalrun.models.records import AgentResult, Outcome
+from evalrun.run.engine import Limits, run_sample
 from evalrun.sandbox.base import ExecResult, Sandbox, SandboxBackend
-from evalrun.tasks import fingerprint, load_task
+from evalrun.tasks.loader import fingerprint, load_task
 from tests.conftest import REPO
 from tests.sandbox.conftest import BACKEND_FACTORIES
 

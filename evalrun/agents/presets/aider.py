@@ -18,7 +18,7 @@ import shlex
 
 from evalrun.agents.install import Package
 from evalrun.agents.installed import GATEWAY_KEY, Converted, InstalledAgent, Launch
-from evalrun.records import ToolCall
+from evalrun.models.records import ToolCall
 
 _APPLIED = re.compile(r"^> Applied edit to (?P<path>.+?)\s*$")
 _RUNNING = re.compile(r"^> Running (?P<command>.+?)\s*$")

@@ -22,7 +22,7 @@ from datetime import datetime
 from evalrun.agents.install import Package
 from evalrun.agents.installed import GATEWAY_KEY, Converted, InstalledAgent, Launch
 from evalrun.agents.presets.native import count, json_lines, mapping, result_text, sequence
-from evalrun.records import ToolCall
+from evalrun.models.records import ToolCall
 
 
 def _seconds(stamp: object) -> float | None:

@@ -19,7 +19,7 @@ import shlex
 from evalrun.agents.install import Package
 from evalrun.agents.installed import GATEWAY_KEY, Converted, InstalledAgent, Launch
 from evalrun.agents.presets.native import json_lines, mapping, result_text, sequence
-from evalrun.records import ToolCall
+from evalrun.models.records import ToolCall
 
 ARCH_TRIPLES = {"x64": "x86_64-unknown-linux-musl", "arm64": "aarch64-unknown-linux-musl"}
 

@@ -18,7 +18,7 @@ import shlex
 from evalrun.agents.install import Package
 from evalrun.agents.installed import GATEWAY_KEY, Converted, InstalledAgent, Launch
 from evalrun.agents.presets.native import json_lines, result_text
-from evalrun.records import ToolCall
+from evalrun.models.records import ToolCall
 
 NODE_VERSION = "22.23.5"
 SETTINGS = {

@@ -6,9 +6,9 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from evalrun.agents.coder_tools import SUMMARY_CHARS, clip
+from evalrun.agents.coder.tools import SUMMARY_CHARS, clip
 from evalrun.agents.installed import Converted
-from evalrun.records import ToolCall
+from evalrun.models.records import ToolCall
 
 
 def json_lines(text: str, notes: list[str]) -> Iterator[dict[str, Any]]:

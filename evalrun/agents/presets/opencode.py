@@ -19,7 +19,7 @@ import shlex
 from evalrun.agents.install import Package
 from evalrun.agents.installed import GATEWAY_KEY, Converted, InstalledAgent, Launch
 from evalrun.agents.presets.native import count, json_lines, mapping, result_text
-from evalrun.records import ToolCall
+from evalrun.models.records import ToolCall
 
 
 class Opencode(InstalledAgent):

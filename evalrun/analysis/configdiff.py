@@ -1,0 +1,92 @@
+"""Dotted-key diffs of resolved configs: for resume refusals and `evalrun diff`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# Knobs that cannot change a sample's result: a resumed run may change them freely.
+NOT_RESULT_RELEVANT = (
+    "concurrency",
+    "tracker",
+    "run_dir",
+    "dry_run",
+    "keep_workspaces",
+    "max_retries",
+    "retry_backoff_s",
+    "name",
+    "profile",
+    "baseline",
+    "strict_formats",  # decides which folders load, never what a loaded task's sample does
+    "budget.run_usd",  # a run stopped at its cap resumes with a higher one
+    "agent.budget.run_usd",
+    "agent.auto_install",
+)
+
+
+def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    """{'a': {'b': 1}, 'c': [1, 2]} -> {'a.b': 1, 'c': [1, 2]} (lists are leaves)."""
+    if isinstance(value, dict):
+        flat: dict[str, Any] = {}
+        for key, inner in value.items():
+            flat.update(flatten(inner, f"{prefix}{key}."))
+        if not value and prefix:
+            flat[prefix[:-1]] = {}
+        return flat
+    return {prefix[:-1]: value}
+
+
+@dataclass
+class ConfigDiff:
+    changed: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    added: dict[str, Any] = field(default_factory=dict)
+    removed: dict[str, Any] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.changed or self.added or self.removed)
+
+    def lines(self) -> list[str]:
+        out = [f"  {k}: {a!r} -> {b!r}" for k, (a, b) in sorted(self.changed.items())]
+        out += [f"  + {k}: {v!r}" for k, v in sorted(self.added.items())]
+        out += [f"  - {k}: {v!r}" for k, v in sorted(self.removed.items())]
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "changed": {k: {"a": a, "b": b} for k, (a, b) in sorted(self.changed.items())},
+            "added": dict(sorted(self.added.items())),
+            "removed": dict(sorted(self.removed.items())),
+        }
+
+
+# Classes that moved to another module: a config recorded before the move names the old path.
+# It is read as the new one, so a resume or a diff across the move sees no change.
+MOVED_TARGETS = {
+    "evalrun.run.judges.GEvalJudge": "evalrun.integrations.opik.geval.GEvalJudge",
+    "evalrun.trackers.opik.OpikTracker": "evalrun.integrations.opik.tracker.OpikTracker",
+}
+
+
+def _current(flat: dict[str, Any]) -> dict[str, Any]:
+    moved = {k: v for k, v in flat.items() if k.endswith("_target_") and v in MOVED_TARGETS}
+    return {**flat, **{k: MOVED_TARGETS[v] for k, v in moved.items()}}
+
+
+def diff(a: dict[str, Any], b: dict[str, Any], ignore: tuple[str, ...] = ()) -> ConfigDiff:
+    """What changed from `a` to `b`, skipping keys equal to or under any `ignore` prefix."""
+    fa, fb = _current(flatten(a)), _current(flatten(b))
+
+    def kept(key: str) -> bool:
+        return not any(key == p or key.startswith(p + ".") for p in ignore)
+
+    result = ConfigDiff()
+    for key in sorted(set(fa) | set(fb)):
+        if not kept(key):
+            continue
+        if key not in fb:
+            result.removed[key] = fa[key]
+        elif key not in fa:
+            result.added[key] = fb[key]
+        elif fa[key] != fb[key]:
+            result.changed[key] = (fa[key], fb[key])
+    return result

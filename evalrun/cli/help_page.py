@@ -1,0 +1,63 @@
+"""`evalrun --help`: evalrun's help page, composed once and fast.
+
+The page Hydra prints for `--help` (header, `== Configuration groups ==`, `== Config ==`, footer,
+from `hydra.help` in conf/config.yaml), built here instead: Hydra lists a group's options by
+rebuilding its config repository for every group it knows (its own included) - most of the
+time of `--help` - and lists the typed `*_schema` nodes of the ConfigStore beside the options a
+user picks. Here the options are the YAML files of each group folder on evalrun's search path
+(the packaged conf/ and, in a project, its own conf/), and the config is composed once.
+`--hydra-help` is still Hydra's own.
+"""
+
+from __future__ import annotations
+
+import string
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from evalrun.config.project import locate_config
+from evalrun.config.schema import CONF_DIR
+
+
+def group_options(folders: list[Path]) -> dict[str, list[str]]:
+    """Group -> the option names its YAML files offer, over `folders` (a group is a subfolder
+    holding YAML files; hydra's own groups are not evalrun's)."""
+    options: dict[str, set[str]] = {}
+    for folder in folders:
+        for group in sorted(p for p in folder.iterdir() if p.is_dir() and p.name != "hydra"):
+            names = {f.stem for f in group.glob("*.yaml")}
+            if names:
+                options.setdefault(group.name, set()).update(names)
+    return {group: sorted(names) for group, names in sorted(options.items())}
+
+
+def option_folders() -> list[Path]:
+    """The folders whose group subfolders offer options: evalrun's conf/, a project's conf/."""
+    return list(dict.fromkeys([CONF_DIR, locate_config().config_dir]))
+
+
+def default_first(names: list[str], default: str | None) -> list[str]:
+    """A group's options as a person picks them: the default (or chosen) one first, then the
+    others alphabetically - the order `--help` and a "no such option" error list them in."""
+    first = [default] if default in names else []
+    return first + sorted(n for n in names if n != default)
+
+
+def help_text(cfg: DictConfig) -> str:
+    """The page for a config composed with its hydra node (`return_hydra_config=True`): its
+    `hydra.help.template` with the groups and the config filled in (Hydra's own flags help and
+    Hydra's groups are `--hydra-help`'s)."""
+    chosen = dict(cfg.hydra.runtime.choices)
+    groups = "\n".join(
+        f"{g}: {', '.join(default_first(names, chosen.get(g)))}"
+        for g, names in group_options(option_folders()).items()
+    )
+    shown = OmegaConf.masked_copy(cfg, [str(k) for k in cfg if k != "hydra"])
+    page = string.Template(str(cfg.hydra.help.template)).safe_substitute(
+        APP_CONFIG_GROUPS=groups + "\n",
+        HYDRA_CONFIG_GROUPS="(see evalrun --hydra-help)",
+        FLAGS_HELP="(see evalrun --hydra-help)",
+        CONFIG=OmegaConf.to_yaml(shown),
+    )
+    return page.rstrip("\n")

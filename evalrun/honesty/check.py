@@ -1,0 +1,247 @@
+"""`evalrun check`: prove every task's oracle honest before trusting any score it gives.
+
+For each task, whatever its format, four columns of samples run through the real engine and
+sandbox: the gold solution must PASS, the untouched workspace must FAIL, every near-miss overlay
+its format offers (`wrong/<name>/` for evalrun tasks) must FAIL, and every reward hack must FAIL -
+the generic attacks of `evalrun.honesty.tamper` plus the task's own `tamper/<name>/` overlays. For
+reward-based formats PASS means a reward at or above the run's `reward_threshold`.
+
+An oracle that fails one of the first three is *dishonest* (too weak, broken or flaky); one that
+only a reward hack beats (a PASS, or an `error` the hack caused) is *gameable*: each hack that
+won is named on a line of its own with the fix (`evalrun.honesty.fixes`), saying when verifier
+hardening was off for the task or cannot help. Either way `check` exits 1. On a backend that is
+not isolated only the attacks the verifier itself must stop run; the harness's defences are
+proven on isolated backends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from evalrun.agents.base import Agent
+from evalrun.agents.noop import NoopAgent
+from evalrun.agents.oracle import OracleAgent, OverlayAgent
+from evalrun.console import styled
+from evalrun.honesty.fixes import fix_for
+from evalrun.honesty.tamper import (
+    ATTACKS,
+    DEFENDERS,
+    SurveyAgent,
+    TamperAgent,
+    attacks_for,
+    not_applicable,
+)
+from evalrun.models.records import Outcome, SampleRecord, SkippedEntry
+from evalrun.run.engine import Limits, run_sample
+from evalrun.run.plan import CANNOT_LOAD
+from evalrun.sandbox.base import SandboxBackend
+from evalrun.tasks.loader import Task
+
+Kind = Literal["gold", "untouched", "wrong", "tamper"]
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One honesty probe: an agent variant and the outcome an honest oracle must give it."""
+
+    label: str
+    agent: Agent
+    expect: Outcome
+    kind: Kind
+    summary: str = ""  # for a tamper probe: what the hack tries
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    task_id: str
+    probe: Probe
+    record: SampleRecord
+    hardened: bool = True  # verifier hardening was on for the task (`Task.verifier_hardening`)
+
+    @property
+    def honest(self) -> bool:
+        return self.record.outcome is self.probe.expect
+
+    @property
+    def not_applicable(self) -> bool:
+        return not_applicable(self.record.agent)
+
+
+def probes_for(
+    task: Task,
+    isolated: bool,
+    has_python: bool | None = None,
+    defended_by: Sequence[str] = DEFENDERS,
+) -> list[Probe]:
+    """Every probe of `task`: the honesty probes, then the reward hacks that can apply to it."""
+    return [*honesty_probes(task), *tamper_probes(task, isolated, has_python, defended_by)]
+
+
+def honesty_probes(task: Task, survey: SurveyAgent | None = None) -> list[Probe]:
+    probes = [
+        Probe("gold", OracleAgent(), Outcome.passed, "gold"),
+        Probe("untouched", survey or NoopAgent(), Outcome.failed, "untouched"),
+    ]
+    for folder in task.format.wrong_overlays():
+        agent = OverlayAgent(folder, folder.name)
+        probes.append(Probe(f"wrong/{folder.name}", agent, Outcome.failed, "wrong"))
+    return probes
+
+
+def tamper_probes(
+    task: Task, isolated: bool, has_python: bool | None, defended_by: Sequence[str]
+) -> list[Probe]:
+    probes = []
+    for attack in attacks_for(isolated, has_python, defended_by):
+        tamper = TamperAgent(attack, isolated)
+        probes.append(Probe(tamper.name, tamper, Outcome.failed, "tamper", attack.summary))
+    for folder in task.format.tamper_overlays():
+        agent = OverlayAgent(folder, folder.name)
+        summary = "the task's own tamper overlay"
+        probes.append(Probe(f"tamper/{folder.name}", agent, Outcome.failed, "tamper", summary))
+    return probes
+
+
+async def check_tasks(
+    tasks: list[Task],
+    backend: SandboxBackend,
+    limits: Limits,
+    concurrency: int,
+    defended_by: Sequence[str] = DEFENDERS,
+) -> list[ProbeResult]:
+    """Every task's probes, `concurrency` samples at a time; the reward hacks of the kinds in
+    `defended_by` ("verifier", "harness"). A task's hacks start once its untouched sample has
+    surveyed the workspace, so attacks that cannot apply are not run."""
+    gate = asyncio.Semaphore(max(1, concurrency))
+    no_retry = Limits(
+        limits.setup_s, limits.agent_s, limits.verify_s, max_retries=0, workspace_diff=False
+    )
+
+    async def one(task: Task, probe: Probe) -> ProbeResult:
+        async with gate:
+            rec = await run_sample(task, 0, probe.agent, backend, no_retry, run_id="check")
+        return ProbeResult(task.id, probe, rec, task.verifier_hardening)
+
+    async def task_probes(task: Task) -> list[ProbeResult]:
+        survey = SurveyAgent()
+        honesty = honesty_probes(task, survey)
+        untouched = await one(task, honesty[1])
+        hacks = tamper_probes(task, backend.isolated, survey.has_python, defended_by)
+        rest = await asyncio.gather(*(one(task, p) for p in [honesty[0], *honesty[2:], *hacks]))
+        return [rest[0], untouched, *rest[1:]]
+
+    per_task = await asyncio.gather(*(task_probes(t) for t in tasks))
+    return [result for results in per_task for result in results]
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    """Task ids whose oracle failed gold/untouched/wrong (dishonest) or only a hack (gameable)."""
+
+    dishonest: list[str]
+    gameable: list[str]
+
+
+def report(
+    results: list[ProbeResult],
+    console: Console,
+    skipped: Sequence[SkippedEntry] = (),
+    isolated: bool = True,
+) -> Verdicts:
+    """Print the per-task table (a row for each task that cannot load or cannot run here, with
+    the reason below it) and every probe an oracle got wrong."""
+    by_task: dict[str, list[ProbeResult]] = {}
+    for result in results:
+        by_task.setdefault(result.task_id, []).append(result)
+    table = Table(title="Oracle honesty", header_style="bold")
+    columns = ("task", "gold → pass", "untouched → fail", "wrong/* → fail", "tamper → fail")
+    for column in (*columns, "verdict"):
+        table.add_column(column)
+    verdicts = Verdicts([], [])
+    for task_id, rows in by_task.items():
+        cells = {r.probe.label: r for r in rows}
+        wrong = [r for r in rows if r.probe.kind == "wrong"]
+        tamper = [r for r in rows if r.probe.kind == "tamper"]
+        dishonest = not all(r.honest for r in rows if r.probe.kind != "tamper")
+        gameable = not all(r.honest for r in tamper)
+        if dishonest:
+            verdicts.dishonest.append(task_id)
+        elif gameable:
+            verdicts.gameable.append(task_id)
+        verdict = "[red]DISHONEST[/]" if dishonest else "[red]GAMEABLE[/]" if gameable else ""
+        table.add_row(
+            Text(task_id),
+            _mark(cells["gold"]),
+            _mark(cells["untouched"]),
+            _count(wrong),
+            _count(tamper),
+            styled(verdict or "[green]honest[/]"),
+        )
+    for task in skipped:
+        mark = styled(
+            "[red]cannot load[/]" if task.kind == CANNOT_LOAD else "[yellow]cannot run[/]"
+        )
+        table.add_row(Text(task.id), "", "", "", "", mark)
+    console.print(table)
+    for task in skipped:
+        console.print(styled("[yellow]{}[/] {}:", task.id, task.kind), task.reason)
+    for task_id in (*verdicts.dishonest, *verdicts.gameable):
+        fixed: dict[str, str] = {}  # a fix already given for this task -> the hack it was for
+        for r in by_task[task_id]:
+            if not r.honest:
+                console.print(styled("[red]{}[/]", task_id), _wrong(r, fixed))
+    unhardened = [task_id for task_id, rows in by_task.items() if not rows[0].hardened]
+    if unhardened:
+        console.print(
+            f"verifier hardening was off for {len(unhardened)} task(s) (verifier_hardening=false "
+            f"for the run, or `verifier_hardening: false` in a task.yaml): {', '.join(unhardened)}"
+        )
+    if not isolated:
+        skipped_attacks = len(ATTACKS) - len(attacks_for(False))
+        console.print(
+            f"{skipped_attacks} harness attacks (stale hidden files, agent processes left "
+            "running, planted paths, ...) run only on isolated sandboxes: this one defends "
+            "against none of them (use sandbox=bwrap or sandbox=docker)"
+        )
+    return verdicts
+
+
+def _wrong(r: ProbeResult, fixed: dict[str, str]) -> str:
+    """One line for a probe the oracle got wrong: a hack that won and its fix (`fixed`: the fixes
+    already given for the task, named instead of said again), or what an honesty probe
+    expected and got."""
+    if r.probe.kind != "tamper":
+        got = f"got {r.record.outcome.value}: {r.record.reason or 'verify passed'}"
+        return f"{r.probe.label}: expected {r.probe.expect.value}, {got}"
+    got = r.record.outcome.value
+    if r.record.outcome is not Outcome.passed:
+        got += f": {r.record.reason}"
+    attack = r.probe.agent.attack if isinstance(r.probe.agent, TamperAgent) else None
+    fix = fix_for(attack, r.hardened)
+    said = f"as for {fixed[fix]}" if fix in fixed else fix
+    fixed.setdefault(fix, r.probe.label)
+    return f"gameable by {r.probe.label} (got {got}) - fix: {said}"
+
+
+def _count(rows: list[ProbeResult]) -> Text:
+    if not rows:
+        return styled("[yellow]none[/]")
+    held = sum(r.honest for r in rows)
+    idle = sum(r.not_applicable for r in rows)
+    shown = f"{held}/{len(rows)}" + (f" ({idle} n/a)" if idle else "")
+    return Text(shown) if held == len(rows) else styled("[red]{}[/]", shown)
+
+
+def _mark(result: ProbeResult) -> Text:
+    reward = result.record.scores.get("reward")
+    shown = f" (reward {reward:g})" if reward is not None else ""
+    if result.honest:
+        return styled("[green]ok[/]{}", shown)
+    return styled("[red]{}[/]{}", result.record.outcome.value, shown)

@@ -1,0 +1,1 @@
+"""Integrations with services outside evalrun (`opik`); the core never imports them."""

@@ -1,0 +1,204 @@
+"""`evalrun push <run-dir>` and `evalrun sync`: Opik without running anything.
+
+`push` sends a finished (or interrupted) run from its files (read through `RunLog`) exactly as
+`tracker=opik` would have sent it live: same dataset, same experiment (its id kept in
+`<run-dir>/opik.json`), same trace ids. Samples already in the experiment are skipped, so pushing
+after an outage sends each missing sample once and pushing again sends none.
+
+`sync` upserts a suite's dataset (one item per task) from a suite folder; it takes any folder of
+task folders, so the probes suite can be synced the same way.
+
+Tested against `tests/opik_standin.py` (a local stand-in for Opik's REST API), not a real server.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from evalrun.cli.arguments import CommandParser
+from evalrun.console import styled
+from evalrun.errors import TaskFormatError, UsageError
+from evalrun.integrations.opik.export import ExperimentExport, connect, upsert_dataset
+from evalrun.integrations.opik.link import OpikDestination, OpikLink, TaskItem, new_link, task_item
+from evalrun.rundir.log import RunLog
+from evalrun.rundir.store import RunLock
+from evalrun.tasks.loader import Task, load_task
+
+
+def task_items(run: RunLog) -> dict[str, TaskItem]:
+    """The run's planned tasks as dataset items, with each prompt when its folder still exists
+    unchanged (else None: a prompt is never guessed)."""
+    tasks_dir = Path(run.plan.tasks_dir)
+    return {
+        t.id: TaskItem(
+            task_id=t.id,
+            difficulty=t.difficulty,
+            tags=tuple(t.tags),
+            fingerprint=t.fingerprint,
+            prompt=_prompt_from_suite(tasks_dir, t.id, t.fingerprint),
+        )
+        for t in run.plan.tasks
+    }
+
+
+def _prompt_from_suite(tasks_dir: Path, task_id: str, fingerprint: str) -> str | None:
+    """The task's prompt if its folder still exists unchanged; else None (never a guess)."""
+    try:
+        task = load_task(tasks_dir / task_id)
+    except (TaskFormatError, OSError):
+        return None
+    return task.spec.prompt if task.fingerprint == fingerprint else None
+
+
+@dataclass(frozen=True)
+class PushResult:
+    experiment_name: str
+    experiment_id: str
+    project: str
+    dataset: str
+    sent: int
+    skipped: int
+    problem: str | None
+
+
+def push(run_dir: Path, dest: OpikDestination) -> PushResult:
+    """Send a run directory to Opik. Raises `UsageError` (incl. `OpikUnavailable`) before
+    sending anything when the run directory or the connection is not usable."""
+    run = RunLog.open(run_dir)
+    if not (records := run.planned(run.records())):
+        raise UsageError(f"{run.run_dir}: this run recorded no sample; nothing to push")
+    items = task_items(run)
+    link = OpikLink.load(run.run_dir)
+    if link is None:
+        link = new_link(
+            run_dir=run.run_dir,
+            config=run.config,
+            tasks_dir=Path(run.plan.tasks_dir),
+            tasks=items.values(),
+            cells=run.plan.cells or len(run.plan.cell_keys()),
+            dest=dest,
+            recorded_at="push",
+        )
+        link.save(run.run_dir)
+    tasks = {tid: _with_prompt(item, link.prompts.get(tid)) for tid, item in items.items()}
+    client = connect(replace(dest, project=link.project))
+    export = ExperimentExport(client, link, tasks)
+    export.open()
+    for record in records:
+        export.send(record)
+    problem = export.finish(run.summary(records), dest.flush_timeout_s)
+    return PushResult(
+        experiment_name=link.experiment_name,
+        experiment_id=link.experiment_id,
+        project=link.project,
+        dataset=link.dataset,
+        sent=export.counts.sent,
+        skipped=export.counts.skipped,
+        problem=problem,
+    )
+
+
+def _with_prompt(item: TaskItem, prompt: str | None) -> TaskItem:
+    if item.prompt is not None or prompt is None:
+        return item
+    return TaskItem(item.task_id, item.difficulty, item.tags, item.fingerprint, prompt)
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    dataset: str
+    project: str
+    tasks: int
+
+
+def sync(suite_dir: Path, tasks: list[Task], dest: OpikDestination) -> SyncResult:
+    """Upsert the dataset of the suite in `suite_dir` (tasks or probes): one item per task."""
+    suite_dir = Path(suite_dir)
+    items = [task_item(t) for t in tasks]
+    client = connect(dest)
+    name = dest.dataset_for(suite_dir)
+    try:
+        count = upsert_dataset(client, name, dest.project, items)
+        client.flush(timeout=dest.flush_timeout_s)
+    finally:
+        client.end(flush=False)
+    return SyncResult(dataset=name, project=dest.project, tasks=count)
+
+
+def destination(tracker: Any) -> OpikDestination:
+    """The Opik destination from a composed `tracker=opik` config node."""
+    if tracker.get("_target_") != "evalrun.integrations.opik.tracker.OpikTracker":
+        raise UsageError("push/sync send to Opik: leave `tracker` at opik (tracker.<key>=... only)")
+    return OpikDestination(
+        project=tracker.project,
+        dataset=tracker.dataset or None,
+        host=tracker.host or None,
+        workspace=tracker.workspace or None,
+        flush_timeout_s=tracker.flush_timeout_s,
+        probe_timeout_s=tracker.probe_timeout_s,
+    )
+
+
+def push_command(args: list[str], compose: Callable[[list[str]], Any], console: Console) -> int:
+    """`evalrun push <run-dir> [tracker.<key>=...]`: exit 0 when everything reached Opik."""
+    parser = CommandParser(
+        "push",
+        "Send a finished (or interrupted) run to Opik; samples already there are skipped.",
+        overrides=True,
+        epilog="overrides: tracker.project=... tracker.host=... tracker.workspace=...",
+    )
+    parser.add_argument("run_dir", metavar="<run-dir>", help="the run to send")
+    options = parser.parse(args)
+    dest = destination(compose(["tracker=opik", *options.overrides]).tracker)
+    run_dir = Path(options.run_dir).expanduser()
+    if not run_dir.is_dir():
+        raise UsageError(f"{run_dir}: no such directory (expected a run directory)")
+    with RunLock(run_dir, "push"):  # push writes opik.json: one writer at a time
+        result = push(run_dir, dest)
+    skipped = f", {result.skipped} already there" if result.skipped else ""
+    console.print(
+        f"pushed {options.run_dir} to Opik: experiment {result.experiment_name} "
+        f"({result.experiment_id}) in project {result.project}, dataset {result.dataset}: "
+        f"{result.sent} samples sent{skipped}",
+        highlight=False,
+    )
+    if result.problem:
+        console.print(styled("[yellow]opik:[/]"), f"{result.problem}; push again to retry")
+        return 1
+    return 0
+
+
+def sync_command(args: list[str], compose: Callable[[list[str]], Any], console: Console) -> int:
+    """`evalrun sync [suite=...] [tasks_dir=...] [tracker.<key>=...]`: upsert the datasets.
+
+    With neither `suite=` nor `tasks_dir=` (nor one `tracker.dataset=` for everything), both
+    bundled suites are synced: the tasks and the behaviour probes, one dataset each.
+    """
+    from evalrun.run.plan import load_for_suite, refuse_unloadable, say_loading
+
+    parser = CommandParser(
+        "sync",
+        "Upsert the suite's Opik dataset (one item per task); both bundled suites by default.",
+        overrides=True,
+        epilog="overrides: suite=tasks|probes, tasks_dir=DIR, tracker.dataset=NAME, ...",
+    )
+    args = parser.parse(args).overrides
+    cfg = compose(["tracker=opik", *args])
+    chosen = any(a.startswith(("suite=", "tasks_dir=", "tracker.dataset=")) for a in args)
+    dest = destination(cfg.tracker)
+    for suite in [cfg.suite] if chosen else ["tasks", "probes"]:
+        loaded = load_for_suite(suite, cfg.tasks_dir, cfg.reward_threshold, cfg.strict_formats)
+        say_loading(loaded.warnings, refuse_unloadable(loaded, []))
+        suite_dir = loaded.tasks_dir
+        result = sync(suite_dir, loaded.tasks, dest)
+        console.print(
+            f"synced {result.tasks} {suite} from {suite_dir} to Opik dataset {result.dataset} "
+            f"in project {result.project} (unchanged items are not sent again)",
+            highlight=False,
+        )
+    return 0

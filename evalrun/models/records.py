@@ -1,0 +1,264 @@
+"""What one sample produced: the line written to samples.jsonl, and the agent's result inside it;
+the cells of a plan and whether each has a record (`RunState`: a run complete or partial); the
+tasks of a suite that did not run (`SkippedEntry`, in plan.json and summary.json)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
+
+from evalrun.models.writable import bounded_args, escape_surrogates
+
+
+class Outcome(StrEnum):
+    """`error` means the harness could not produce a verdict; it is kept out of pass rates."""
+
+    passed = "pass"
+    failed = "fail"
+    error = "error"
+
+
+def _valid_text(text: str | None) -> str | None:
+    """An agent's text as valid Unicode: an undecodable byte it carried (`surrogateescape`)
+    becomes `\\xNN`, so the text can be written, sent and graded anywhere."""
+    return None if text is None else escape_surrogates(text)
+
+
+class ToolCall(BaseModel):
+    """One step of an agent's trajectory. What an agent puts in one is made writable when the
+    step is made or a field set (`evalrun.models.writable`)."""
+
+    model_config = ConfigDict(validate_assignment=True)
+
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    result: str = ""  # a bounded summary, not the full output
+    duration_s: float | None = None
+    error: str | None = None
+    # Tokens of the model response that asked for this call, when the agent knows them: set on
+    # the first call of that response only, so a trajectory's tokens add up.
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+    @field_validator("args", mode="before")
+    @classmethod
+    def _bounded(cls, args: Any) -> Any:
+        """Whatever an agent put in them (any depth, keys, types or size), bounded when the step
+        is made, so its log, its report and its record can all hold it
+        (`evalrun.models.writable`)."""
+        return bounded_args(args) if isinstance(args, Mapping) else args
+
+    _text = field_validator("name", "result", "error")(_valid_text)
+
+
+class Usage(BaseModel):
+    """Tokens and money. `cost_usd` is None when unknown - never a made-up 0.
+
+    `input_tokens` counts every prompt token, cached ones included; `cache_read_tokens` and
+    `cache_write_tokens` are the parts of it read from / written to a prompt cache.
+    `cost_source` says where `cost_usd` came from, or why it is unknown.
+    """
+
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float | None = None
+    cost_source: str | None = None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def cost_equivalent_tokens(self) -> float:
+        """Tokens weighted like typical prices - fresh input x1, cache write x1.25, cache read
+        x0.1, output x5 - so runs on unpriced models can still be compared on cost."""
+        fresh = max(self.input_tokens - self.cache_read_tokens - self.cache_write_tokens, 0)
+        return (
+            fresh
+            + 1.25 * self.cache_write_tokens
+            + 0.1 * self.cache_read_tokens
+            + 5 * self.output_tokens
+        )
+
+
+class AgentResult(BaseModel):
+    """What an agent hands back: its final message, what it did, what it cost, how it ended.
+    Its text is made valid Unicode when it is made or set (`_valid_text`)."""
+
+    model_config = ConfigDict(validate_assignment=True)
+
+    output: str = ""
+    trajectory: list[ToolCall] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    error: str | None = None
+
+    _text = field_validator("output", "error")(_valid_text)
+
+
+ChangeKind = Literal["added", "removed", "modified"]
+
+
+class FileChange(BaseModel):
+    """One file the agent added, removed or modified (`evalrun.run.workspace_diff`)."""
+
+    path: str  # relative to the workspace
+    change: ChangeKind
+    binary: bool = False  # named only: no diff
+    size: int | None = None  # bytes, the new version's (the old one's when removed)
+    diff: str = ""  # unified diff of a text file (or a symlink's target), bounded
+    note: str | None = None  # why the diff is cut or missing; a mode change
+    step: str | None = None  # the step of a multi-step task whose turn changed it
+
+
+class WorkspaceDiff(BaseModel):
+    """What the agent changed in the workspace, from before its turn to after it."""
+
+    files: list[FileChange] = Field(default_factory=list)
+    skipped: str | None = None  # why no comparison was made (a huge workspace, no python3)
+
+    def counts(self) -> dict[str, int]:
+        """{"added": n, "modified": n, "removed": n}, in that order, zeros left out."""
+        kinds = ("added", "modified", "removed")
+        found = {kind: sum(f.change == kind for f in self.files) for kind in kinds}
+        return {kind: n for kind, n in found.items() if n}
+
+    def summary(self) -> str:
+        """`2 modified, 1 added` / `no change` / `not compared: <why>`."""
+        if self.skipped:
+            return f"not compared: {self.skipped}"
+        counts = self.counts()
+        return ", ".join(f"{n} {what}" for what, n in counts.items()) or "no change"
+
+    def patch(self) -> str:
+        """Every text diff, one after the other (binary files named)."""
+        parts = []
+        for item in self.files:
+            prefix = f"[step {item.step}] " if item.step else ""
+            if item.diff:
+                parts.append(f"# {prefix}{item.path}\n{item.diff}" if prefix else item.diff)
+            else:
+                what = "binary file" if item.binary else "file"
+                note = f" ({item.note})" if item.note else ""
+                parts.append(f"{prefix}{what} {item.change}: {item.path}{note}\n")
+        return "".join(parts)
+
+
+class Phases(BaseModel):
+    """Seconds spent in each phase of a sample (None: the phase did not run)."""
+
+    setup: float | None = None
+    agent: float | None = None
+    verify: float | None = None
+
+
+class CellKey(BaseModel):
+    """One cell of the plan: a task (at a given content fingerprint) and a trial index."""
+
+    model_config = ConfigDict(frozen=True)
+
+    task_id: str
+    fingerprint: str
+    trial: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.task_id}#{self.trial}"
+
+
+class RunState(BaseModel):
+    """Whether every planned cell has a record. `missing` lists the cells without one
+    (`task#trial`, in plan order): exactly what a resume would run."""
+
+    cells: int
+    recorded: int
+    missing: list[str] = []
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def complete(self) -> bool:
+        return not self.missing and self.recorded == self.cells
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def label(self) -> str:
+        return self.describe()
+
+    def describe(self, shown: int = 5) -> str:
+        """`complete`, or `partial 13/30 (missing cells: a#0, a#1, b#0 and 14 more)`."""
+        if self.complete:
+            return "complete"
+        listed = ", ".join(self.missing[:shown])
+        more = f" and {len(self.missing) - shown} more" if len(self.missing) > shown else ""
+        return f"partial {self.recorded}/{self.cells} (missing cells: {listed}{more})"
+
+
+class SkippedEntry(BaseModel):
+    """A task of the suite that did not run: `kind` is `cannot load` (its folder is broken) or
+    `cannot run` (the sandbox cannot host it); `reason` names the file/key or what is missing."""
+
+    id: str
+    kind: str
+    reason: str
+
+
+def run_state(planned: Iterable[CellKey], recorded: Iterable[CellKey]) -> RunState:
+    """THE definition of a run's state: which planned cells (a task at its planned fingerprint,
+    a trial) have at least one record. Every reader - summary, ls, show, report, gate, diff,
+    trackers - gets the state from here (`evalrun.rundir.log.RunLog.state`)."""
+    cells = list(dict.fromkeys(planned))
+    have = set(recorded)
+    missing = [key.label for key in cells if key not in have]
+    return RunState(cells=len(cells), recorded=len(cells) - len(missing), missing=missing)
+
+
+class SampleRecord(BaseModel):
+    """One finished sample: one JSON line in samples.jsonl."""
+
+    run_id: str
+    task_id: str
+    fingerprint: str
+    trial: int
+    outcome: Outcome
+    reason: str | None = None
+    verify_exit_code: int | None = None
+    verify_output: str = ""
+    timed_out_phase: str | None = None
+    phases: Phases = Field(default_factory=Phases)
+    agent: AgentResult = Field(default_factory=AgentResult)
+    attempts: int = 1
+    started_at: float
+    finished_at: float
+    scores: dict[str, float | None] = Field(default_factory=dict)  # judge name -> 0-1; None: failed
+    judge_reasons: dict[str, str] = Field(default_factory=dict)  # judge name -> its reason
+    workspace_diff: WorkspaceDiff | None = None  # None: not recorded (older runs, harness error)
+
+    @property
+    def key(self) -> CellKey:
+        return CellKey(task_id=self.task_id, fingerprint=self.fingerprint, trial=self.trial)
+
+
+class _AgentUsage(BaseModel):
+    usage: Usage = Field(default_factory=Usage)
+
+
+class SampleDigest(BaseModel):
+    """The fields of a SampleRecord that metrics and resume need (judge scores included).
+    Parsing a line into this skips trajectories and outputs, which makes reading a large run
+    several times faster."""
+
+    task_id: str
+    fingerprint: str
+    trial: int
+    outcome: Outcome
+    reason: str | None = None
+    phases: Phases = Field(default_factory=Phases)
+    agent: _AgentUsage = Field(default_factory=_AgentUsage)
+    scores: dict[str, float | None] = Field(default_factory=dict)
+    judge_reasons: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def key(self) -> CellKey:
+        return CellKey(task_id=self.task_id, fingerprint=self.fingerprint, trial=self.trial)

@@ -1,0 +1,278 @@
+"""`run(cfg)`: the whole of `evalrun` as a plain function - plan, execute, summarise, report, gate.
+
+The CLI is a thin shell around this; tests and other programs can call it directly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+import signal
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig
+from rich.console import Console
+
+from evalrun.agents.base import RunScope
+from evalrun.analysis.configdiff import NOT_RESULT_RELEVANT, diff
+from evalrun.analysis.gate import print_verdict
+from evalrun.console import make_console, styled
+from evalrun.errors import UsageError
+from evalrun.models.records import SampleRecord
+from evalrun.run.engine import STOP_SIGNALS, execute, exit_now, stopped_by
+from evalrun.run.plan import (
+    EXIT_UNLOADABLE,
+    RunPlan,
+    build,
+    cell_key,
+    say_skipped,
+    with_run_dir,
+    without_unhostable,
+)
+from evalrun.rundir.redact import MIN_SCRUB_CHARS
+from evalrun.rundir.store import RunLock, RunStore, claim_new_run_dir, remove_if_unused
+from evalrun.sandbox.base import SandboxBackend
+
+EXIT_ERRORS = 3  # more samples ended in a harness error than `max_errors` allows
+EXIT_BUDGET = 6  # the run reached budget.run_usd before every sample ran (5 is gate's)
+
+
+def print_plan(plan: RunPlan, console: Console) -> None:
+    console.print(f"run id     {plan.run_id}")
+    console.print(f"run dir    {plan.run_dir}")
+    console.print(f"tasks dir  {plan.tasks_dir}")
+    console.print(f"sandbox    {plan.backend.name}    agent {plan.agent.name}")
+    console.print(
+        f"tasks      {len(plan.tasks)}    trials {plan.trials}    cells {len(plan.cells)}",
+        highlight=False,
+    )
+    for task in plan.tasks:
+        tags = ",".join(task.spec.tags)
+        console.print(
+            f"  {task.id:<40} {task.spec.difficulty.value:<7} {task.fingerprint[:12]}  [{tags}]",
+            highlight=False,
+        )
+    console.print(f"precision  {expected_precision(plan)}", highlight=False)
+
+
+def expected_precision(plan: RunPlan) -> str:
+    """How wide pass@1's 95% interval will be, from the baseline's variance when there is one."""
+    from evalrun.analysis.power import describe, precision_note, variance_for
+
+    base = plan.profile.baseline
+    variance = variance_for(base.summary if base else None, None, None)
+    note = precision_note(variance, len(plan.tasks), plan.trials)
+    source = f"from baseline {base.run_dir}" if base else "no baseline"
+    return f"{note}; {describe(variance)}, {source} (more: evalrun power)"
+
+
+def refuse_incompatible_resume(plan: RunPlan) -> None:
+    """A run directory that already holds a run may only be continued with the same
+    result-relevant config (agent, provider, model, sandbox, trials, task selection...)."""
+    from evalrun.rundir.log import RunLog, is_run_dir
+
+    if not is_run_dir(plan.run_dir):
+        return
+    changes = diff(RunLog.open(plan.run_dir).config, plan.config, ignore=NOT_RESULT_RELEVANT)
+    if changes:
+        raise UsageError(
+            f"{plan.run_dir} holds a run with a different result-relevant config; refusing to "
+            "mix results. Differences (recorded -> now):\n" + "\n".join(changes.lines())
+        )
+
+
+def resume_command(run_dir: Path) -> str:
+    return f"evalrun resume={shlex.quote(str(run_dir))}"
+
+
+def run(cfg: DictConfig, console: Console | None = None, overrides: list[str] | None = None) -> int:
+    """Run the composed config; return the exit code: 0; 1 when the gate breaks; 3
+    (`EXIT_ERRORS`) when more samples than `max_errors` ended in a harness error; 4 when the run
+    finished but task folders of the suite could not be loaded (they were skipped); 6
+    (`EXIT_BUDGET`) when the run reached `budget.run_usd` and started no further sample; 130
+    when interrupted by Ctrl-C, 143 by SIGTERM, 129 by SIGHUP (`STOP_SIGNALS`; the run is
+    partial). `overrides` are the command-line overrides, kept (redacted) so a resume can replay
+    them. The run directory is locked for the whole run: a second writer is refused.
+
+    Outside the samples' execution (preflight, reports) a stop signal (Ctrl-C, SIGTERM, SIGHUP)
+    exits at once, quietly; during it the first one cancels the samples in flight and the second
+    exits at once (`execute`)."""
+    console = console or make_console(wide=True)
+    plan = build(cfg)
+    if plan.dry_run:
+        print_plan(plan, console)
+        say_skipped(plan.skipped, console)
+        console.print("dry run: nothing was run")
+        return EXIT_UNLOADABLE if plan.unloadable else 0
+    claimed = plan.new_dir  # a template run_dir outside Hydra (which claims its own)
+    if claimed:
+        plan = with_run_dir(plan, claim_new_run_dir(plan.run_dir))
+    existed = plan.run_dir.exists() and not claimed
+    previous = _exit_on_stop_signals(plan.backend)
+    try:
+        with RunLock(plan.run_dir, "run"):
+            return _run_plan(plan, console, overrides)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if not existed:
+            remove_if_unused(plan.run_dir)  # refused before it wrote anything
+
+
+def _exit_on_stop_signals(backend: SandboxBackend) -> dict[signal.Signals, Any]:
+    """Make Ctrl-C, SIGTERM and SIGHUP leave at once (no traceback, the signal's exit status);
+    return the handlers this replaced (none off the main thread; an ignored signal, as under
+    `nohup`, stays ignored)."""
+
+    def handler(signum: int, frame: object) -> None:
+        word = stopped_by(signum)
+        exit_now(backend, f"{word}: exiting now (finished samples are on disk)", signum)
+
+    replaced: dict[signal.Signals, Any] = {}
+    for signum in STOP_SIGNALS:
+        previous = signal.getsignal(signum)
+        if previous in (signal.SIG_IGN, None):  # ignored, or a handler Python cannot put back
+            continue
+        try:
+            signal.signal(signum, handler)
+        except ValueError:  # not the main thread
+            break
+        replaced[signum] = previous
+    return replaced
+
+
+def warn_unscrubbed(plan: RunPlan, console: Console) -> None:
+    for name in plan.secrets.unscrubbed:
+        console.print(
+            styled("[yellow]warning:[/]"),
+            f"the value of {name} is shorter than {MIN_SCRUB_CHARS} characters: it is masked "
+            "in config.yaml and overrides.yaml but not scrubbed from agent output and logs",
+        )
+
+
+def _run_plan(plan: RunPlan, console: Console, overrides: list[str] | None) -> int:
+    plan.backend.preflight()
+    plan.agent.preflight()
+    plan.judge.preflight()
+    refuse_incompatible_resume(plan)
+    warn_unscrubbed(plan, console)
+    with plan.agent.prepared(plan.backend) as scope:  # installs, the model gateway: run-long
+        plan = without_unhostable(plan, scope)
+        return _execute_and_report(plan, console, overrides, scope)
+
+
+def _execute_and_report(
+    plan: RunPlan, console: Console, overrides: list[str] | None, scope: RunScope
+) -> int:
+    # what a run needs beyond a dry run, imported when one starts (bench/startup.py)
+    from evalrun.report.files import write_reports
+    from evalrun.report.terminal import render
+    from evalrun.run.progress import RunProgress
+    from evalrun.rundir.log import RunLog
+
+    store = RunStore(plan.run_dir, plan.secrets)
+    store.create()
+    store.write_config(plan.config)
+    if overrides is not None:
+        store.write_overrides(overrides)
+    store.write_plan(plan.to_plan_file())
+    log = RunLog.open(plan.run_dir)
+    wanted = plan.cell_keys()
+    done = set(log.recorded_cells()) & wanted
+    todo = [(t, i) for t, i in plan.cells if cell_key(t, i) not in done]
+    if done:
+        console.print(
+            f"resuming {plan.run_dir}: {len(done)} samples already recorded, {len(todo)} to run"
+        )
+    plan.tracker.start(plan)
+
+    def on_interrupt(signum: signal.Signals) -> None:
+        again = "Ctrl-C again to exit" if signum == signal.SIGINT else "a second signal exits"
+        console.print(
+            styled("[yellow]{}:[/]", stopped_by(signum)),
+            f"cancelling samples in flight ({again} at once)",
+        )
+
+    with RunProgress(len(todo), dict(Counter(t.id for t, _ in todo)), console) as progress:
+
+        def on_record(record: SampleRecord) -> None:
+            written = store.append(record)  # scrubbed of the run's secret values
+            plan.tracker.record(written)
+            progress.advance(written)
+
+        try:
+            stopped_by_signal = asyncio.run(
+                execute(
+                    todo,
+                    plan.agent,
+                    plan.backend,
+                    plan.limits,
+                    run_id=plan.run_id,
+                    concurrency=plan.concurrency,
+                    on_record=on_record,
+                    log=store.write_log,
+                    on_interrupt=on_interrupt,
+                    judge=plan.judge,
+                    stop_reason=scope.stop_reason,
+                )
+            )
+        finally:
+            store.close()
+
+    summary = log.summarize()
+    store.write_summary(summary)
+    report_files = write_reports(plan.run_dir)  # report.html, junit.xml
+    plan.tracker.finish(summary)
+    records = log.planned(log.records())  # in plan order, for the reasons and the probes
+    render(summary, plan.run_dir, console, records)
+    if plan.suite == "probes":  # each expectation's pass rate per probe, and probes.json
+        from evalrun.report.probes import report_expectations
+
+        report_expectations(plan.run_dir, records, console)
+    console.print(f"report: {report_files[0]}", soft_wrap=True)
+    say_skipped(plan.skipped, console)
+    stopped = scope.stop_reason()
+    if stopped and not stopped_by_signal:  # the run is partial because its budget ran out
+        console.print(
+            styled("[yellow]run stopped: {}.[/]", stopped),
+            f"{summary.samples} of {len(plan.cells)} samples ran; raise budget.run_usd and "
+            f"resume: {resume_command(plan.run_dir)}",
+            soft_wrap=True,
+        )
+        return EXIT_BUDGET
+    state = summary.state
+    if state is not None and not state.complete:
+        console.print(
+            styled(
+                "[yellow]{}the run is {}.[/]",
+                f"{stopped_by(stopped_by_signal)}: " if stopped_by_signal else "",
+                state.describe(),
+            ),
+            f"Resume with: {resume_command(plan.run_dir)}",
+            soft_wrap=True,
+        )
+        return STOP_SIGNALS[stopped_by_signal or signal.SIGINT]  # (no signal: as Ctrl-C's)
+    stopped = scope.stop_reason()
+    if stopped:
+        console.print(
+            styled("[yellow]run stopped: {}.[/]", stopped),
+            f"{summary.samples} of {len(plan.cells)} samples ran; raise budget.run_usd and "
+            f"resume: {resume_command(plan.run_dir)}",
+        )
+        return EXIT_BUDGET
+    verdict = print_verdict(plan.profile, summary, console)
+    if summary.errors > plan.max_errors:
+        console.print(
+            styled(
+                "[red]{} of {} samples ended in a harness error, more than max_errors={}:[/] "
+                "their cells are missing from every rate, so this run is not a result; fix the "
+                "cause and run again",
+                summary.errors,
+                summary.samples,
+                plan.max_errors,
+            )
+        )
+        return EXIT_ERRORS
+    return verdict or (EXIT_UNLOADABLE if plan.unloadable else 0)

@@ -1,0 +1,1 @@
+"""`sandbox=bwrap`: bubblewrap namespaces per command (`backend`), memory cgroups (`cgroup`)."""

@@ -1,0 +1,768 @@
+"""The `docker` backend: one container per sample, files moved only through the engine's API.
+
+Each sample gets a fresh container from `image` (default `evalrun-base:bookworm`, built offline by
+`scripts/build-base-image.sh`) with `network_mode=none`, memory / CPU / pids limits, all but a few
+capabilities dropped, `no-new-privileges` and a read-only /proc (no process can write another's
+memory through /proc/<pid>/mem). Docker's init (tini) is PID 1 and reaps orphans;
+`sleep infinity` keeps the container alive. Nothing of the host is mounted: the workspace, the
+hidden verify/ files and the agent's answer go in with `put_archive` (a tar streamed from a
+pipe) and come out with `get_archive` (streamed, bounded), so a container never sees the tasks
+folder, the run directory or the host's home.
+
+```
+/workspace     the sample's workspace (`workdir`), the agent's user's
+/evalrun       the harness's private folder (`private_dir`): root's, not writable by the agent
+  exec/        exec pid files and staged writes: root's alone
+  verifier-*   the verifier's fresh HOME and TMPDIR, made when the agent phase ends
+/home/agent    HOME, empty;  /tmp  TMPDIR
+/logs/agent    the agent's user's (Harbor agents write their logs here)
+/logs/verifier root's during the agent phase; made fresh for the verifier when it ends
+```
+
+Commands run through `evalrun.sandbox.common.container.ExecSession` (an allow-listed environment, a
+session of their own, the whole tree killed on timeout): `docker exec` starts its wrapper as
+root, which runs the command as `user` and reports its status - out of reach of the command, and
+of a verifier's command in particular, which also runs under the no-trace seccomp filter. If the
+killer itself cannot run - a fork bomb has taken every pid - or the output stream stays open
+after the kill,
+the container is restarted: every process in it dies, its files stay. `write_file` during the
+agent phase writes as `user` too (staged, then copied by the agent's user), so a path the agent
+chooses can never reach what only root may write; the harness's own writes afterwards are root's.
+A FIFO, socket or device the agent leaves where the harness reads a file is refused unread (an
+`OSError`: the workspace's state, graded against the agent).
+`end_agent` kills every process outside PID 1's session as root and checks (a restart if any
+survives). `disk_mb` is RLIMIT_FSIZE for every process plus a watchdog (`du` as root).
+
+What a task may ask (`SandboxSpec`): its own image (built offline from a Dockerfile, or a prebuilt
+one that must be local or pullable), its workspace at another absolute path (also the image's
+`WORKDIR` when the task names none; made the sandbox user's), no network (always honoured: the
+container gets `network_mode=none` whatever `network` says), the network (only when `network`
+names one), its own `cpus`, `memory_mb` and `storage_mb` (replacing the configured `cpus`,
+`memory` and `disk_mb`), variables every command sees, and the user commands run as (a name or
+uid in the image; the verifier may run as another, `exec(..., user=...)`). An agent's install
+(`add_read_only`) is a derived layer under every one of these images alike (`sample_image`).
+
+Every container carries the label `evalrun=1` and its owner (`<host>:<pid>` plus the process's
+start time) and is removed when its sample ends, also on cancellation and Ctrl-C; a second Ctrl-C
+removes the open ones before exiting (`abandon`). Containers left by a process that was killed
+outright (SIGKILL) are removed by the next `preflight()` on the same host;
+`scripts/docker-cleanup.sh` removes them all. Blocking SDK calls run in threads; an exec's output
+stream gets a thread of its own so that many long commands cannot starve the default pool the
+killer needs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+import posixpath
+import re
+import socket
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from evalrun.config.schema import DockerSandboxConf, EvalConfig
+from evalrun.errors import SandboxError, SandboxUnavailable, bad_value
+from evalrun.sandbox.base import (
+    DEFAULT_SPEC,
+    HOME_DIR,
+    PRIVATE_DIR,
+    SANDBOX_PATH,
+    WORKDIR,
+    Command,
+    ExecResult,
+    Network,
+    SandboxSpec,
+    bad_workdir,
+    sandbox_env,
+)
+from evalrun.sandbox.common.clear import clear_argv, clear_notes
+from evalrun.sandbox.common.container import AS_USER, ExecSession, as_user_args, end_agent_argv
+from evalrun.sandbox.common.limits import DU_SCRIPT, DiskLimit, check_positive
+from evalrun.sandbox.common.output import BoundedBuffer
+from evalrun.sandbox.common.owner import owner_alive, start_time
+from evalrun.sandbox.common.transfer import TarPipe, first_file, tar_dirs, tar_file
+from evalrun.sandbox.docker.images import TaskImages
+
+_CONF = DockerSandboxConf()
+DEFAULT_IMAGE = _CONF.image
+PASSWD_BYTES = 1 << 20  # an image's /etc/passwd is read up to this size
+EXEC_DIR = f"{PRIVATE_DIR}/exec"
+VERIFIER_HOME = f"{PRIVATE_DIR}/verifier-home"
+VERIFIER_TMP = f"{PRIVATE_DIR}/verifier-tmp"
+LABEL = "evalrun"
+OWNER_LABEL = "evalrun.owner"  # "<hostname>:<pid>" of the evalrun process that made it
+OWNER_START_LABEL = "evalrun.owner_start"  # that process's start time (a reused pid is not it)
+KEEP_LABEL = "evalrun.keep"
+CAPABILITIES = ["CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID"]
+KILL_GRACE_S = 3.0  # after the killer ran, how long the output stream may take to close
+ROOT_TIMEOUT_S = 120  # a harness command as root (clear, du) is ended after this long
+DISK_POLL_S = 2.0  # the disk watchdog's `du` is an exec: ask less often than on bwrap
+MAX_READ_BYTES = 64 * 1024 * 1024
+# Go's os.FileMode bits, as the engine reports a path's mode: a folder; a FIFO, socket, device,
+# character device or irregular file.
+GO_MODE_DIR = 1 << 31
+GO_MODE_SPECIAL = (1 << 25) | (1 << 24) | (1 << 26) | (1 << 21) | (1 << 19)
+VERIFIER_LOGS = "/logs/verifier"  # Harbor verifiers write their reward here
+ABANDON_TIMEOUT_S = 20.0
+# As root: copy a staged file ($1, root's) to its target ($2) through a process of the agent's
+# user (as_user's arguments follow), so that a path the agent chose can only reach what its user
+# may write. Exit 4/5: a directory / refused.
+_COPY_STAGED = (
+    AS_USER
+    + r"""
+staged=$1 target=$2
+shift 2
+trap 'rm -f -- "$staged"' EXIT
+as_user "$@" bash -c '[ -d "$1" ] && exit 4; [ -p "$1" ] && exit 5
+  mkdir -p -- "$(dirname -- "$1")" && cat > "$1" || exit 5' evalrun-write "$target" <"$staged"
+"""
+)
+# A task image's first command, as root: hand the workspace ($2) to the sandbox user ($1), and
+# check the image can run commands as that user (`evalrun.sandbox.common.container.AS_USER`).
+_ADOPT = (
+    'chown -R -- "$1" "$2" || exit 1; '
+    "command -v setpriv >/dev/null || command -v python3 >/dev/null || exit 3"
+)
+BUILD_HINT = "build it offline with scripts/build-base-image.sh (or `evalrun image build`)"
+ENGINE_HINT = (
+    "start an engine with scripts/docker-engine.sh (runs `dockerd --bridge=none "
+    "--iptables=false` in the background) or point DOCKER_HOST at a running one"
+)
+_MEMORY = re.compile(r"^\d+[bkmg]?$", re.IGNORECASE)
+_USER = re.compile(r"^\d+(:\d+)?$")
+
+
+def _engine_address() -> str:
+    return os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+
+
+class DockerSandbox:
+    """One sample's container. Paths are relative to `workdir` unless absolute."""
+
+    private_dir = PRIVATE_DIR
+    is_container = True  # absolute paths (/tests, /logs) are the container's own
+    switches_users = True  # exec(..., user=...) runs a command as another user
+
+    def __init__(self, backend: DockerBackend, container: Any, started: Started):
+        self._backend = backend
+        self._container = container
+        self._api = backend.client.api
+        self.container_id: str = container.id
+        self.workdir = started.workdir
+        self.user = started.user
+        self.owner_ids = started.owner_ids
+        self._env = dict(started.env)
+        self._agent_done = False
+        self._disk = started.disk
+        self._users: dict[str, tuple[int, int]] = {}  # exec(user=...) names -> (uid, gid)
+        self.limit_poll_s = DISK_POLL_S if started.disk is not None else None
+
+    def _abs(self, path: str) -> str:
+        return posixpath.normpath(posixpath.join(self.workdir, path))
+
+    async def _call(self, what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """A blocking SDK call in a thread; engine errors become `SandboxError`."""
+        return await asyncio.to_thread(_engine_call, what, fn, *args, **kwargs)
+
+    async def exec(
+        self,
+        cmd: Command,
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        timeout_s: float | None = None,
+        user: str | None = None,
+    ) -> ExecResult:
+        argv = ["bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
+        home, tmp = (VERIFIER_HOME, VERIFIER_TMP) if self._agent_done else (HOME_DIR, "/tmp")
+        full_env = sandbox_env(
+            home=home,
+            tmpdir=tmp,
+            path=SANDBOX_PATH,
+            extra={**self._env, **(env or {})},
+            verifier=self._agent_done,
+        )
+        session = ExecSession.new(EXEC_DIR)
+        ids = self.owner_ids if user is None else await self._ids_of(user)
+        wrapped = session.argv(
+            argv, cwd=self._abs(cwd or "."), env=full_env, user=ids, shield=self._agent_done
+        )
+        started = time.monotonic()
+        created = await self._call(
+            "exec", self._api.exec_create, self._container.id, wrapped, stdin=False, user="0"
+        )
+        exec_id = created["Id"]
+        sock = await self._call("exec", self._api.exec_start, exec_id, socket=True)
+        out = BoundedBuffer(self._backend.output_limit)
+        err = BoundedBuffer(self._backend.output_limit)
+        drained = _pump_in_thread(sock, out, err)
+        timed_out = False
+        try:
+            await asyncio.wait_for(asyncio.shield(drained), timeout_s)
+        except TimeoutError:
+            timed_out = True
+            await self._kill(session, drained, sock)
+        except asyncio.CancelledError:
+            await self._kill(session, drained, sock)
+            raise
+        exit_code = None
+        if not timed_out:
+            inspected = await self._call("exec inspect", self._api.exec_inspect, exec_id)
+            exit_code = inspected.get("ExitCode")
+        return ExecResult(
+            exit_code=exit_code,
+            stdout=out.text(),
+            stderr=err.text(),
+            duration_s=time.monotonic() - started,
+            timed_out=timed_out,
+            stdout_bytes=out.total,
+            stderr_bytes=err.total,
+        )
+
+    async def _kill(self, session: ExecSession, drained: asyncio.Future, sock: Any) -> None:
+        """Kill the session's tree; restart the container if that does not end the command."""
+        with suppress(SandboxError):
+            await self._call(
+                "exec", self._container.exec_run, session.kill_argv(), user="0", stdout=False
+            )
+        with suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(drained), KILL_GRACE_S)
+            return
+        with suppress(SandboxError):
+            await self._call("restart", self._container.restart, timeout=0)
+        with suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(drained), KILL_GRACE_S)
+            return
+        _close_socket(sock)
+
+    async def _ids_of(self, user: str) -> tuple[int, int]:
+        """(uid, gid) of a user named as `exec(user=...)` takes it, looked up once."""
+        if user not in self._users:
+            found = await self._call("user lookup", _resolve_user, self._container, user)
+            self._users[user] = found[1]
+        return self._users[user]
+
+    async def _run(self, argv: Sequence[str], user: str) -> tuple[int, str, str]:
+        """A short harness command (no session, no timeout of ours): (exit code, stdout, stderr)."""
+        result = await self._call(
+            "exec", self._container.exec_run, list(argv), user=user, workdir="/", demux=True
+        )
+        out, err = result.output or (None, None)
+        text = (out or b"").decode(errors="replace"), (err or b"").decode(errors="replace")
+        return result.exit_code, *text
+
+    async def write_file(self, path: str, data: bytes | str) -> None:
+        target = self._abs(path)
+        payload = data.encode() if isinstance(data, str) else data
+        if self._agent_done:  # the harness's own file (the answer): root's, as it should stay
+            owner = (0, 0) if target.startswith(PRIVATE_DIR + "/") else self.owner_ids
+            archive = tar_file(target.lstrip("/"), payload, owner)
+            await self._call("put_archive", self._container.put_archive, "/", archive)
+            return
+        # The agent's write, made by the agent's user from a copy staged where only root looks.
+        staged = f"{EXEC_DIR}/stage-{uuid.uuid4().hex}"
+        archive = tar_file(staged.lstrip("/"), payload, (0, 0), mode=0o600)
+        await self._call("put_archive", self._container.put_archive, "/", archive)
+        copy = ["bash", "-c", _COPY_STAGED, "evalrun-write", staged, target]
+        argv = ["timeout", str(ROOT_TIMEOUT_S), *copy, *as_user_args(self.owner_ids, False)]
+        code, _, stderr = await self._run(argv, "0")
+        if code == 4:
+            raise IsADirectoryError(f"is a directory in the sandbox: {target}")
+        if code != 0:
+            raise PermissionError(f"{target}: {stderr.strip() or f'exit {code}'}")
+
+    async def read_file(self, path: str) -> bytes:
+        from docker.errors import NotFound
+
+        target = self._abs(path)
+        for _ in range(8):  # follow at most 8 symlinks, resolved by the engine inside the container
+            try:
+                chunks, stat = await self._call("get_archive", self._container.get_archive, target)
+            except SandboxError as exc:
+                if isinstance(exc.__cause__, NotFound):
+                    raise FileNotFoundError(f"no such file in the sandbox: {target}") from exc
+                raise
+            if stat.get("linkTarget"):
+                target = stat["linkTarget"]
+                continue
+            mode = stat.get("mode", 0)
+            if mode & GO_MODE_DIR:
+                raise IsADirectoryError(f"is a directory in the sandbox: {target}")
+            if mode & GO_MODE_SPECIAL:  # a FIFO, socket or device the agent left: not read
+                raise OSError(errno.EINVAL, "not a regular file in the sandbox", target)
+            data = await self._call("get_archive", first_file, chunks, MAX_READ_BYTES)
+            if data is None:
+                raise OSError(errno.EINVAL, "not a regular file in the sandbox", target)
+            if len(data) > MAX_READ_BYTES:
+                raise OSError(errno.EFBIG, f"larger than {MAX_READ_BYTES} bytes, not read", path)
+            return data
+        raise SandboxError(f"too many symlinks reading {path}")
+
+    async def put(self, host_dir: Path, path: str = ".") -> None:
+        target = self._abs(path)
+        try:
+            pipe = TarPipe(Path(host_dir), target.lstrip("/"), self.owner_ids)
+        except OSError as exc:
+            raise SandboxError(f"reading {host_dir} to copy it in failed: {exc}") from exc
+        with pipe:
+            await self._call("put_archive", self._container.put_archive, "/", pipe.chunks())
+            try:
+                pipe.finish()
+            except OSError as exc:
+                raise SandboxError(f"reading {host_dir} to copy it in failed: {exc}") from exc
+
+    async def end_agent(self) -> None:
+        argv = end_agent_argv(self.owner_ids, VERIFIER_HOME, VERIFIER_TMP, [VERIFIER_LOGS])
+        code, _, stderr = await self._run(argv, "0")
+        if code != 0:  # a process outran the killer: a restart ends them all, files stay
+            await self._call("restart", self._container.restart, timeout=0)
+            code, _, stderr = await self._run(argv, "0")
+        if code != 0:
+            raise SandboxError(f"could not end the agent's processes: {stderr.strip()}")
+        self._agent_done = True
+
+    async def begin_agent(self) -> None:
+        self._agent_done = False
+
+    async def clear(self, paths: Sequence[str]) -> list[str]:
+        absolute = [self._abs(p) for p in paths]
+        argv = ["timeout", str(ROOT_TIMEOUT_S), *clear_argv(absolute)]
+        code, stdout, stderr = await self._run(argv, "0")
+        if code != 0:
+            detail = stderr.strip() or f"exit {code}"
+            raise OSError(f"could not clear {', '.join(paths)}: {detail}")
+        return clear_notes(stdout, self.workdir)
+
+    async def over_limit(self) -> str | None:
+        if self._disk is None:
+            return None
+        folders = [self.workdir, HOME_DIR, "/tmp", "/var/tmp", PRIVATE_DIR]
+        argv = ["timeout", "60", "bash", "-c", DU_SCRIPT, "evalrun-du", *folders]
+        code, stdout, _ = await self._run(argv, "0")
+        if code != 0 or not stdout.strip().isdigit():
+            return None
+        return self._disk.reason(int(stdout.strip()) * 1024)
+
+
+def _engine_call(what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """A blocking SDK call; engine and transport errors become `SandboxError` (the harness's
+    failure, never the agent's - requests' errors are OSErrors, which grading would blame on the
+    workspace)."""
+    import requests
+    from docker.errors import DockerException
+
+    try:
+        return fn(*args, **kwargs)
+    except (DockerException, requests.RequestException) as exc:
+        raise SandboxError(f"docker {what} failed: {exc}") from exc
+
+
+def _pump_in_thread(sock: Any, out: BoundedBuffer, err: BoundedBuffer) -> asyncio.Future:
+    """Read an exec's multiplexed stream in a thread of its own; the future ends with the stream."""
+    from docker.utils.socket import STDERR, frames_iter
+
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future = loop.create_future()
+
+    def finish() -> None:
+        if not done.done():
+            done.set_result(None)
+
+    def pump() -> None:
+        try:
+            for stream, data in frames_iter(sock, tty=False):
+                (err if stream == STDERR else out).feed(data)
+        except (OSError, ValueError):
+            pass  # the socket was closed under us: the output ends here
+        finally:
+            _close_socket(sock)
+            with suppress(RuntimeError):  # the loop is gone: nobody is waiting
+                loop.call_soon_threadsafe(finish)
+
+    threading.Thread(target=pump, name="evalrun-docker-exec", daemon=True).start()
+    return done
+
+
+def _close_socket(sock: Any) -> None:
+    raw = getattr(sock, "_sock", sock)
+    with suppress(OSError):
+        raw.shutdown(socket.SHUT_RDWR)
+    with suppress(OSError):
+        sock.close()
+
+
+class DockerBackend:
+    """`sandbox=docker`: see the module docstring."""
+
+    name = "docker"
+    isolated = True
+    task_limits: frozenset[str] = frozenset({"cpus", "memory_mb", "storage_mb"})
+
+    def __init__(  # defaults: evalrun.config.schema.DockerSandboxConf, their one home
+        self,
+        image: str = _CONF.image,
+        network: str = _CONF.network,
+        memory: str | None = _CONF.memory,
+        cpus: float | None = _CONF.cpus,
+        pids_limit: int | None = _CONF.pids_limit,
+        user: str = _CONF.user,
+        output_limit_bytes: int = _CONF.output_limit_bytes,
+        keep_workspaces: bool = EvalConfig.keep_workspaces,
+        disk_mb: int | None = _CONF.disk_mb,
+    ):
+        check_positive("disk_mb", disk_mb)
+        if memory is not None and not _MEMORY.match(str(memory)):
+            raise bad_value("sandbox.memory", "a size like 512m or 2g (or null)", memory)
+        if not _USER.match(str(user)):
+            raise bad_value("sandbox.user", "a numeric uid or uid:gid like 1000:1000", user)
+        for knob, value in (("cpus", cpus), ("pids_limit", pids_limit)):
+            if value is not None and value <= 0:
+                raise bad_value(f"sandbox.{knob}", "a positive number or null", value)
+        self.image = image
+        self.network = network
+        self.memory = memory
+        self.cpus = cpus
+        self.pids_limit = pids_limit
+        self.user = str(user)
+        uid, _, gid = self.user.partition(":")
+        self.owner_ids = (int(uid), int(gid or uid))
+        self.output_limit = output_limit_bytes
+        self.keep_workspaces = keep_workspaces
+        self.disk_mb = disk_mb
+        self.owner_label = f"{socket.gethostname()}:{os.getpid()}"
+        self.owner_start = start_time(os.getpid()) or ""
+        self._live: dict[str, Any] = {}  # container id -> container, for `abandon`
+        self.live_mounts: list[str] = []  # host folders bound read-only (the gateway's sockets)
+        self.layer_folders: list[Path] = []  # host folders copied into every sample's image
+        self._layered: dict[str, str] = {}  # image -> it with `layer_folders`, for this process
+        self._layering = threading.Lock()  # one layer build at a time (samples start together)
+
+    def add_read_only(self, paths: Sequence[Path], *, live: bool) -> None:
+        """Live folders are bound read-only; others go into a derived image layer
+        (`evalrun.sandbox.docker.layers`) on top of whatever image a later sample starts from: the
+        configured `image`, a task's image built FROM that layered image, or a task's prebuilt
+        image. The layer on `image` is built now, so a failure stops the run before it starts."""
+        if live:
+            self.live_mounts += [str(p) for p in paths if str(p) not in self.live_mounts]
+            return
+        self.layer_folders += [p for p in paths if p not in self.layer_folders]
+        self._layered.clear()
+        self.with_layer(self.image)
+
+    def with_layer(self, image: str) -> str:
+        """`image` with `layer_folders` in it, built once (a no-op without folders). Blocking;
+        raises `SandboxUnavailable` when the image is missing or the build fails."""
+        if not self.layer_folders:
+            return image
+        with self._layering:
+            if image not in self._layered:
+                from evalrun.sandbox.docker.layers import ensure_layer
+
+                self._layered[image] = ensure_layer(self.client, image, self.layer_folders)
+            return self._layered[image]
+
+    @cached_property
+    def client(self) -> Any:
+        """The SDK client, from DOCKER_HOST or the default socket (raises `SandboxUnavailable`)."""
+        try:
+            import docker
+        except ImportError as exc:
+            raise SandboxUnavailable(
+                "sandbox=docker needs the docker SDK, which is not installed: "
+                "pip install 'evalrun[docker]'"
+            ) from exc
+        try:
+            return docker.from_env(max_pool_size=64)
+        except docker.errors.DockerException as exc:
+            raise SandboxUnavailable(
+                f"sandbox=docker cannot reach the Docker engine at {_engine_address()}: {exc}. "
+                f"{ENGINE_HINT}"
+            ) from exc
+
+    def preflight(self) -> None:
+        """Engine reachable, image present, network known; then remove orphaned containers."""
+        client = self.client  # first: says which extra to install when the SDK is missing
+        import docker
+
+        try:
+            client.ping()
+        except docker.errors.DockerException as exc:
+            raise SandboxUnavailable(
+                f"sandbox=docker cannot reach the Docker engine at {_engine_address()}: {exc}. "
+                f"{ENGINE_HINT}"
+            ) from exc
+        try:
+            client.images.get(self.image)
+        except docker.errors.ImageNotFound as exc:
+            hint = BUILD_HINT
+            if self.image != DEFAULT_IMAGE:
+                hint = f"load it, or {BUILD_HINT} and set sandbox.image={DEFAULT_IMAGE}"
+            raise SandboxUnavailable(
+                f"sandbox.image: {self.image!r} is not in the Docker engine at "
+                f"{_engine_address()}; {hint}"
+            ) from exc
+        if self.network != "none":
+            try:
+                client.networks.get(self.network)
+            except docker.errors.NotFound as exc:
+                raise SandboxUnavailable(
+                    f"sandbox.network: the engine has no network {self.network!r} "
+                    "(use none, or a network listed by `docker network ls`)"
+                ) from exc
+        self.remove_orphans()
+
+    def remove_orphans(self) -> int:
+        """Remove containers made on this host by evalrun processes that no longer exist."""
+        host = socket.gethostname()
+        removed = 0
+        # sparse: no per-container inspect, which races with other runs removing containers
+        listed = self.client.containers.list(all=True, filters={"label": LABEL}, sparse=True)
+        for container in listed:
+            labels = container.attrs.get("Labels") or {}
+            owner_host, _, pid = labels.get(OWNER_LABEL, "").partition(":")
+            if owner_host != host or labels.get(KEEP_LABEL) or not pid.isdigit():
+                continue
+            token = f"{owner_host}:{pid}:{labels.get(OWNER_START_LABEL, '')}"
+            if owner_alive(token):
+                continue
+            with suppress(Exception):
+                container.remove(force=True)
+                removed += 1
+        return removed
+
+    def cannot_host(self, spec: SandboxSpec) -> str | None:
+        if spec.workdir is not None and bad_workdir(spec.workdir):
+            return f"its workspace path cannot be used: {bad_workdir(spec.workdir)}"
+        if spec.network is Network.public and self.network == "none":
+            return (
+                "needs the network; sandbox.network=none gives it none (set sandbox.network to "
+                "a Docker network, e.g. bridge or host)"
+            )
+        if spec.image is not None and spec.image.context_dir is None:
+            return self.task_images.unavailable(spec.image)
+        return None
+
+    def _create(self, label: str, image: str, spec: SandboxSpec) -> tuple[Any, Started]:
+        """Create, seed and start one container (blocking; runs in a thread)."""
+        workdir = spec.workdir or (self._image_workdir(image) if spec.image else None) or WORKDIR
+        memory = f"{spec.memory_mb}m" if spec.memory_mb else self.memory
+        cpus = spec.cpus or self.cpus
+        disk = DiskLimit.of(self.disk_mb, spec.storage_mb)
+        from docker.types import Ulimit
+
+        ulimits = []
+        if disk is not None:  # RLIMIT_FSIZE, in bytes for Docker
+            ulimits.append(Ulimit(name="fsize", soft=disk.mb << 20, hard=disk.mb << 20))
+        api = self.client.api
+        host_config = api.create_host_config(
+            init=True,
+            network_mode="none" if spec.network is Network.none else self.network,
+            mem_limit=memory,
+            memswap_limit=memory,
+            nano_cpus=int(cpus * 1e9) if cpus else None,
+            pids_limit=self.pids_limit,
+            cap_drop=["ALL"],
+            cap_add=CAPABILITIES,
+            security_opt=["no-new-privileges"],
+            ulimits=ulimits,
+            binds={path: {"bind": path, "mode": "ro"} for path in self.live_mounts},
+        )
+        # /proc read-only (the SDK has no keyword for it): no process writes another's memory
+        # through /proc/<pid>/mem; the engine's own read-only /proc paths are all under it.
+        host_config["ReadonlyPaths"] = ["/proc"]
+        created = api.create_container(
+            image,
+            ["sleep", "infinity"],
+            host_config=host_config,
+            working_dir=workdir,
+            hostname="sandbox",
+            volumes=list(self.live_mounts),
+            labels={
+                LABEL: "1",
+                OWNER_LABEL: self.owner_label,
+                OWNER_START_LABEL: self.owner_start,
+                "evalrun.sample": label[:200],
+                **({KEEP_LABEL: "1"} if self.keep_workspaces else {}),
+            },
+        )
+        container = self.client.containers.prepare_model({"Id": created["Id"]})
+        try:
+            user, owner = self.user, self.owner_ids
+            if spec.user is not None:
+                user, owner = _resolve_user(container, spec.user)
+            root = (0, 0)
+            folders = {
+                workdir: (0o755, owner),
+                HOME_DIR: (0o755, owner),
+                PRIVATE_DIR: (0o755, root),  # the harness's: the agent may read, never write
+                EXEC_DIR: (0o700, root),  # exec pid files and staged writes: root's alone
+                "/logs": (0o755, root),
+                "/logs/agent": (0o755, owner),  # Harbor agents write their logs here
+                # Harbor verifiers write their reward here: root's until the agent phase ends,
+                # then made fresh for the verifier (`end_agent`)
+                VERIFIER_LOGS: (0o755, root),
+            }
+            container.put_archive("/", tar_dirs({k[1:]: v for k, v in folders.items()}))
+            container.start()
+            if spec.image is not None:  # the image's files in the workspace become the user's
+                owned = f"{owner[0]}:{owner[1]}"
+                done = container.exec_run(["bash", "-c", _ADOPT, "adopt", owned, workdir], user="0")
+                if done.exit_code == 3:
+                    raise SandboxError(
+                        "the task's image has neither setpriv (util-linux) nor python3, so "
+                        "evalrun cannot run commands in it as the sandbox user"
+                    )
+                if done.exit_code != 0:
+                    raise SandboxError(
+                        f"could not hand {workdir} to the sandbox user: {done.output!r}"
+                    )
+        except Exception:
+            container.remove(force=True)
+            raise
+        return container, Started(workdir, user, owner, spec.env, disk)
+
+    def _image_workdir(self, image: str) -> str | None:
+        """The image's WORKDIR, when it names one other than /."""
+        config = self.client.images.get(image).attrs.get("Config") or {}
+        workdir = (config.get("WorkingDir") or "").rstrip("/")
+        return workdir if workdir and not bad_workdir(workdir) else None
+
+    def _dispose(self, container: Any) -> None:
+        """Remove (or, keeping workspaces, stop) a container; forgotten only once it is done,
+        so an `abandon` meanwhile still sees it."""
+        if self.keep_workspaces:
+            with suppress(Exception):
+                container.kill()
+        else:
+            with suppress(Exception):
+                container.remove(force=True)
+        self._live.pop(container.id, None)
+
+    def abandon(self) -> None:
+        """Remove every container this process made that still exists, in parallel, waiting at
+        most ABANDON_TIMEOUT_S (what is left then goes with the next preflight: its owner will be
+        gone)."""
+        deadline = time.monotonic() + ABANDON_TIMEOUT_S
+        mine = dict(self._live)
+        with suppress(Exception):  # also those whose creation had not come back to us yet
+            labelled = {"label": [f"{OWNER_LABEL}={self.owner_label}", f"{LABEL}=1"]}
+            for listed in self.client.containers.list(all=True, filters=labelled, sparse=True):
+                mine.setdefault(listed.id, listed)
+        threads = [
+            threading.Thread(target=self._remove_by, args=(c, deadline), daemon=True)
+            for c in mine.values()
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+    def _remove_by(self, container: Any, deadline: float) -> None:
+        """Remove `container` and see it gone, before `deadline`. A removal already under way
+        (the first Ctrl-C's) is not enough: the process exiting mid-request can cancel it."""
+        from docker.errors import APIError, NotFound
+
+        if self.keep_workspaces:
+            self._dispose(container)
+            return
+        while time.monotonic() < deadline:
+            try:
+                container.remove(force=True)
+            except NotFound:
+                return
+            except APIError:  # e.g. 409: a removal is in progress; wait and look again
+                time.sleep(0.1)
+                continue
+            except Exception:
+                return
+            return
+
+    @asynccontextmanager
+    async def open(
+        self, label: str, spec: SandboxSpec = DEFAULT_SPEC
+    ) -> AsyncIterator[DockerSandbox]:
+        """A sandbox as `spec` asks: in the task's own image when it has one, else in
+        `self.image`; either way with the agent's layer (`add_read_only`) in it."""
+        image = await self.sample_image(spec)
+        async with self._open(label, image, spec) as box:
+            yield box
+
+    async def sample_image(self, spec: SandboxSpec) -> str:
+        """The image a sample of `spec` starts from (raises `SandboxError`): a task's Dockerfile
+        is built FROM the layered `self.image` (so tasks share that layer), a prebuilt image gets
+        the layer on top of it; both once per process, and across runs while nothing changed."""
+        try:
+            base = await asyncio.to_thread(self.with_layer, self.image)
+            if spec.image is None:
+                return base
+            image = await self.task_images.resolve(spec.image, base)
+            if spec.image.context_dir is None:
+                image = await asyncio.to_thread(self.with_layer, image)
+            return image
+        except SandboxUnavailable as exc:
+            raise SandboxError(str(exc)) from exc
+
+    @cached_property
+    def task_images(self) -> TaskImages:
+        return TaskImages(lambda: self.client)
+
+    @asynccontextmanager
+    async def _open(
+        self, label: str, image: str, spec: SandboxSpec
+    ) -> AsyncIterator[DockerSandbox]:
+        import docker
+
+        creating = asyncio.ensure_future(asyncio.to_thread(self._create, label, image, spec))
+        try:
+            container, started = await asyncio.shield(creating)
+        except asyncio.CancelledError:
+            # The thread goes on creating the container; wait for it and remove it.
+            with suppress(Exception):
+                await asyncio.to_thread(self._dispose, (await creating)[0])
+            raise
+        except docker.errors.DockerException as exc:
+            raise SandboxError(f"docker could not start {image}: {exc}") from exc
+        self._live[container.id] = container
+        try:
+            yield DockerSandbox(self, container, started)
+        finally:
+            disposing = asyncio.ensure_future(asyncio.to_thread(self._dispose, container))
+            try:
+                await asyncio.shield(disposing)
+            except asyncio.CancelledError:
+                await disposing
+                raise
+
+
+@dataclass(frozen=True)
+class Started:
+    """What one sample's container was started with, as its sandbox needs to know."""
+
+    workdir: str
+    user: str  # what `docker exec` runs commands as: uid:gid or a name
+    owner_ids: tuple[int, int]  # who owns the files put into it
+    env: tuple[tuple[str, str], ...]
+    disk: DiskLimit | None  # the sample's disk limit: the task's storage_mb, else disk_mb
+
+
+def _resolve_user(container: Any, user: str) -> tuple[str, tuple[int, int]]:
+    """A task's user (a name in the image, a uid, or uid:gid) as (exec user, (uid, gid))."""
+    if _USER.match(user):
+        uid, _, gid = user.partition(":")
+        return f"{uid}:{gid or uid}", (int(uid), int(gid or uid))
+    chunks, _ = container.get_archive("/etc/passwd")
+    passwd = (first_file(chunks, PASSWD_BYTES) or b"").decode(errors="replace")
+    for line in passwd.splitlines():
+        fields = line.split(":")
+        if len(fields) > 3 and fields[0] == user and fields[2].isdigit() and fields[3].isdigit():
+            return f"{fields[2]}:{fields[3]}", (int(fields[2]), int(fields[3]))
+    raise SandboxError(f"the task's user {user!r} is not in the image's /etc/passwd")

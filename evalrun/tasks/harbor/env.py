@@ -1,0 +1,127 @@
+"""What a Harbor task asks of the sandbox its samples run in, read from `[environment]` and the
+per-phase `[agent]` / `[verifier]` tables (and each `[[steps]]`' own).
+
+- **Network**, per Harbor's policy model: `[environment] network_mode` (or the older
+  `allow_internet`) is the baseline, `[agent]`/`[verifier]` `network_mode` override it for
+  their phase. `no-network` means no network on every backend; `public`, and `allowlist` with
+  hosts, mean the task needs the network (evalrun cannot filter by host, so an allow-list gets
+  the backend's whole network where it has one). A task that declares nothing gets what the
+  backend gives (no network on bwrap and docker by default). A sandbox cannot switch its network
+  between phases, so a task that needs the network in one phase and forbids it in another is
+  unsupported.
+- **Workspace path** (`workdir`), **CPU, memory and disk** (`cpus`, `memory_mb` / `memory`,
+  `storage_mb` / `storage`: limits where the backend enforces them, `SandboxBackend.task_limits`),
+  **variables every command sees** (`[environment.env]`), **the agent's user** (`[agent] user`)
+  and **an image of its own** (a Dockerfile in environment/, else `docker_image`).
+- **Features evalrun cannot provide** (`unsupported`): GPUs, TPUs, Windows containers, MCP
+  servers, a separate verifier container.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evalrun.errors import TaskFormatError
+from evalrun.tasks.harbor.toml import EnvironmentTable, HarborToml, NetworkMode, Phase
+from evalrun.sandbox.base import Network, SandboxSpec, TaskImage, bad_workdir
+
+
+def phase_network(phase: Phase | EnvironmentTable) -> Network:
+    """One table's own network policy (`unspecified` when it says nothing)."""
+    mode = phase.network_mode
+    if mode is None and phase.allowed_hosts:
+        mode = NetworkMode.allowlist  # Harbor: hosts alone imply an allow-list
+    if mode is None and isinstance(phase, EnvironmentTable) and phase.allow_internet is not None:
+        return Network.public if phase.allow_internet else Network.none
+    if mode is None:
+        return Network.unspecified
+    if mode is NetworkMode.no_network or (
+        mode is NetworkMode.allowlist and not phase.allowed_hosts
+    ):
+        return Network.none  # an empty allow-list denies all egress
+    return Network.public
+
+
+def sample_network(config: HarborToml) -> tuple[Network, str | None]:
+    """The network a whole sample gets, or why no single setting can honour every phase."""
+    baseline = phase_network(config.environment)
+    phases: dict[str, Network] = {}
+    tables: list[tuple[str, Phase]] = [("agent", config.agent), ("verifier", config.verifier)]
+    for index, step in enumerate(config.steps or ()):
+        tables += [
+            (f"steps[{index}].agent", step.agent),
+            (f"steps[{index}].verifier", step.verifier),
+        ]
+    for where, table in tables:
+        own = phase_network(table)
+        phases[where] = own if own is not Network.unspecified else baseline
+    wanted = set(phases.values()) | {baseline}
+    if {Network.none, Network.public} <= wanted:
+        detail = ", ".join(f"[{k}] {v.value}" for k, v in phases.items())
+        return Network.unspecified, (
+            f"the network in one phase and none in another ({detail}); a sandbox here cannot "
+            "switch its network between phases"
+        )
+    for choice in (Network.public, Network.none):
+        if choice in wanted:
+            return choice, None
+    return Network.unspecified, None
+
+
+def unsupported(config: HarborToml, environment_dir: Path) -> list[str]:
+    """What the task needs that no evalrun backend provides."""
+    env = config.environment
+    problems = []
+    if env.os == "windows":
+        problems.append("Windows containers ([environment] os = 'windows')")
+    if env.gpus:
+        problems.append(f"GPUs ([environment] gpus = {env.gpus})")
+    if env.tpu:
+        problems.append("a TPU ([environment.tpu])")
+    if env.mcp_servers:
+        names = ", ".join(str(s.get("name", "?")) for s in env.mcp_servers)
+        problems.append(f"MCP servers ([environment] mcp_servers: {names})")
+    verifiers = [("verifier", config.verifier)]
+    verifiers += [(f"steps.{s.name}.verifier", s.verifier) for s in config.steps or ()]
+    for where, verifier in verifiers:
+        if verifier.separate:
+            problems.append(f"a separate verifier container ([{where}] environment_mode)")
+    for name in ("docker-compose.yaml", "docker-compose.yml"):
+        if (environment_dir / name).is_file():
+            problems.append(f"several containers (environment/{name})")
+    users = {s.agent.user for s in config.steps or () if s.agent.user is not None}
+    if users - {config.agent.user}:
+        problems.append(f"a different agent user per step ({', '.join(sorted(users))})")
+    _, clash = sample_network(config)
+    if clash:
+        problems.append(clash)
+    return problems
+
+
+def sandbox_spec(
+    config: HarborToml, task_file: Path, task_id: str, environment_dir: Path, env: dict[str, str]
+) -> SandboxSpec:
+    """The `SandboxSpec` of a task; raises `TaskFormatError` for a workdir no sandbox can have."""
+    table = config.environment
+    image = None
+    if (environment_dir / "Dockerfile").is_file():
+        image = TaskImage(task_id, environment_dir)
+    elif table.docker_image:
+        image = TaskImage(task_id, None, prebuilt=table.docker_image)
+    if image and table.build_timeout_sec:
+        image = TaskImage(image.task_id, image.context_dir, image.prebuilt, table.build_timeout_sec)
+    if table.workdir is not None:
+        problem = bad_workdir(table.workdir)
+        if problem:
+            raise TaskFormatError(task_file, problem, field="environment.workdir")
+    network, _ = sample_network(config)
+    return SandboxSpec(
+        image=image,
+        workdir=table.workdir.rstrip("/") if table.workdir else None,
+        network=network,
+        cpus=table.cpus,
+        memory_mb=table.memory_limit_mb,
+        storage_mb=table.storage_limit_mb,
+        env=tuple(sorted(env.items())),
+        user=config.agent.user,
+    )
