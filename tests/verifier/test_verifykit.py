@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import REPO
 
-KIT = REPO / "evalrun" / "verifykit.py"
+KIT = REPO / "evalrun" / "verifier" / "verifykit.py"
 PRELUDE = """
 import os, sys
 sys.path.append(os.path.abspath("_evalrun"))
