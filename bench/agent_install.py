@@ -20,7 +20,7 @@ from pathlib import Path
 
 from evalrun.agents.cache import build_preset, preset_names
 from evalrun.agents.install import describe
-from evalrun.cli.main import compose_config
+from evalrun.cli.hydra import compose_config
 
 
 def main() -> None:

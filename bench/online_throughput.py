@@ -27,7 +27,7 @@ os.environ.setdefault("OPIK_ANALYTICS_ENABLE", "false")
 
 from rich.console import Console
 
-from evalrun.cli.main import compose_config
+from evalrun.cli.hydra import compose_config
 from evalrun.integrations.opik.online import run_online
 from tests.integrations.opik.online.helpers import judge_reply, log_threads, online_overrides
 from tests.openai_standin import Standin

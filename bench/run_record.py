@@ -28,8 +28,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from evalrun.models.plan import PlanFile, PlannedTask
 from evalrun.models.records import AgentResult, Outcome, SampleRecord, ToolCall
-from evalrun.rundir.log import PlanFile, PlannedTask, RunLog
+from evalrun.rundir.log import RunLog
 from evalrun.rundir.redact import SecretValues
 from evalrun.rundir.store import RunStore
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from hydra.utils import instantiate
 
 from evalrun.agents.oracle import OracleAgent
-from evalrun.cli.main import compose_config
+from evalrun.cli.hydra import compose_config
 from evalrun.errors import UsageError
 from evalrun.models.records import Outcome, SampleRecord
 from evalrun.run.engine import Limits, run_sample

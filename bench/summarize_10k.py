@@ -17,8 +17,9 @@ import time
 import tracemalloc
 from pathlib import Path
 
+from evalrun.models.plan import PlanFile, PlannedTask
 from evalrun.models.records import AgentResult, Outcome, Phases, SampleRecord, ToolCall, Usage
-from evalrun.rundir.log import PlanFile, PlannedTask, RunLog
+from evalrun.rundir.log import RunLog
 from evalrun.rundir.store import RunStore
 
 

@@ -22,7 +22,11 @@ if TYPE_CHECKING:
     from evalrun.agents.python import PythonAgent
     from evalrun.integrations.opik.geval import GEvalJudge
     from evalrun.integrations.opik.tracker import OpikTracker
+    from evalrun.probes.evidence import RecordingAgent
+    from evalrun.probes.format import ProbeFormat
+    from evalrun.probes.replay import ReplayAgent
     from evalrun.run.judges import Judge, NoJudge
+    from evalrun.run.plan import LocalTracker, Tracker
     from evalrun.sandbox.base import Sandbox, SandboxBackend, UserSwitchingSandbox
     from evalrun.sandbox.bwrap.backend import BwrapBackend, BwrapSandbox
     from evalrun.sandbox.docker.backend import DockerBackend, DockerSandbox
@@ -32,11 +36,6 @@ if TYPE_CHECKING:
     from evalrun.tasks.harbor.steps import HarborStepFormat, HarborSteps
     from evalrun.tasks.harbor.task import HarborFormat
     from evalrun.tasks.native import NativeFormat
-    from evalrun.tasks.probes.evidence import RecordingAgent
-    from evalrun.tasks.probes.format import ProbeFormat
-    from evalrun.tasks.probes.replay import ReplayAgent
-    from evalrun.trackers.base import Tracker
-    from evalrun.trackers.local import LocalTracker
 
     def backends(
         a: LocalBackend, b: BwrapBackend, c: DockerBackend, d: ModalBackend

@@ -49,8 +49,8 @@ from evalrun.agents.coder.tools import SUMMARY_CHARS, clip
 from evalrun.config.pricing import resolve_price
 from evalrun.errors import SandboxError, UsageError
 from evalrun.models.records import AgentResult, ToolCall, Usage
+from evalrun.models.writable import tail_text
 from evalrun.sandbox.base import Sandbox
-from evalrun.sandbox.common.output import tail_text
 from evalrun.tasks.loader import Task
 
 PLACEHOLDERS = ("prompt_file", "trajectory_file", "usage_file", "workdir")

@@ -48,8 +48,8 @@ from evalrun.errors import HarnessError, RunBudgetReached, SandboxError, UsageEr
 from evalrun.gateway.ledger import Account, Budget, Ledger
 from evalrun.gateway.server import Gateway, Session, Upstream
 from evalrun.models.records import AgentResult, ToolCall
+from evalrun.models.writable import tail_text
 from evalrun.sandbox.base import DEFAULT_SPEC, Sandbox, SandboxBackend, SandboxSpec
-from evalrun.sandbox.common.output import tail_text
 from evalrun.tasks.loader import Task
 
 MISSING_CLI, NO_FORWARDER = 90, 91

@@ -1,4 +1,5 @@
-"""`evalrun diff <run-a> <run-b>`: did the change between two runs make the agent better or worse?
+"""The comparison behind `evalrun diff <run-a> <run-b>`: did the change between two runs make the
+agent better or worse?
 
 Three comparisons, all read from the run directories (config.yaml, plan.json, summary.json):
 
@@ -25,29 +26,22 @@ bars on the summary):
   significant at p < 0.05. With fewer than 6 tasks that changed no p can get below 0.05, and
   the note says so.
 
-`diff_runs` returns a plain dict (the `--json` output, and the input of the HTML page in
-`evalrun.report.diff_html`); `render` prints it with rich.
+`diff_runs` returns a plain dict: the `--json` output, and what `evalrun.report.diff_terminal`
+prints and `evalrun.report.diff_html` lays out as a page. The figures are rounded here
+(`fmt_value`, `fmt_change`), so the one-line verdict and both reports read alike.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
-
 from evalrun.analysis.configdiff import NOT_RESULT_RELEVANT, diff
-from evalrun.analysis.metric_table import PASS_AT, PASS_HAT, headline, parse_metric, pass_metric
-from evalrun.analysis.metrics import Summary, TaskStats, paired_change
+from evalrun.analysis.metric_table import headline, parse_metric
+from evalrun.analysis.metrics import paired_change
 from evalrun.analysis.stats import ALPHA, FISHER_EXACT, Difference, fisher_exact
-from evalrun.cli.arguments import CommandParser
-from evalrun.console import make_console, styled
-from evalrun.errors import UsageError
-from evalrun.rundir.log import RunLog
+from evalrun.models.summary import PASS_AT, PASS_HAT, Summary, TaskStats, pass_metric
 
 MIN_TASKS_FOR_SIGNIFICANCE = 6  # the smallest sign-flip p over m changed tasks is 2 / 2^m
 IGNORED_CONFIG_KEYS = ("run_dir",)  # always differs between two runs; says nothing
@@ -55,22 +49,12 @@ IGNORED_CONFIG_KEYS = ("run_dir",)  # always differs between two runs; says noth
 
 @dataclass(frozen=True)
 class RunSide:
-    """One of the two runs, as read from its directory."""
+    """One of the two runs, as read from its directory (`evalrun.rundir.readers.read_side`)."""
 
     run_dir: Path
     config: dict[str, Any]
     fingerprints: dict[str, str]  # task id -> fingerprint, from plan.json
     summary: Summary
-
-
-def load_side(run_dir: str | Path) -> RunSide:
-    """Read a run directory that ended (`RunLog`); `UsageError` naming what is missing."""
-    try:
-        run = RunLog.open(run_dir, ended=True)
-    except UsageError as exc:
-        raise UsageError(f"diff: {exc}") from exc
-    fingerprints = {t.id: t.fingerprint for t in run.plan.tasks}
-    return RunSide(run.run_dir, run.config, fingerprints, run.summary())
 
 
 # --- significance ----------------------------------------------------------------------------
@@ -127,9 +111,9 @@ def _delta(a: Any, b: Any) -> float | None:
     return b - a if numbers else None
 
 
-def diff_runs(run_a: str | Path, run_b: str | Path) -> dict[str, Any]:
-    """The whole comparison as a JSON-ready dict (shape documented in `report.diff_html`)."""
-    a, b = load_side(run_a), load_side(run_b)
+def diff_runs(a: RunSide, b: RunSide) -> dict[str, Any]:
+    """The whole comparison as a JSON-ready dict (shape documented in `report.diff_html`); the
+    sides are read by `evalrun.rundir.readers.read_side`."""
     config = diff(a.config, b.config, ignore=IGNORED_CONFIG_KEYS)
     ids_a, ids_b = set(a.fingerprints), set(b.fingerprints)
     shared = sorted(ids_a & ids_b)
@@ -288,130 +272,3 @@ def verdict_line(name: str, entry: dict[str, Any] | None) -> str:
         return f"{head} (no change on {paired['tasks']} shared tasks)"
     change = fmt_change(name, paired.get("mean_delta"))
     return f"{head} ({change}, {significance_text(paired)})"
-
-
-# --- terminal --------------------------------------------------------------------------------
-def _fmt_delta(name: str, delta: float | None, higher_is_better: bool) -> str | Text:
-    if delta is None:
-        return "-"
-    if delta == 0:
-        return "0"
-    better = (delta > 0) == higher_is_better
-    return styled("[green]{}[/]" if better else "[red]{}[/]", fmt_change(name, delta))
-
-
-def render(result: dict[str, Any], console: Console) -> None:
-    """Print the comparison: the verdict, config, task set, suite metrics, then the tasks that
-    moved."""
-    console.print(
-        styled("[bold]a[/] {}\n[bold]b[/] {}", result["a"]["label"], result["b"]["label"])
-    )
-    console.print(styled("[bold]{}[/]", result["verdict"]), soft_wrap=True)
-    for line in partial_warnings(result):
-        console.print(styled("[yellow]{}[/]", line), soft_wrap=True)
-    config = result["config"]
-    quiet = set(result["config_not_result_relevant"])
-    if any(config[p] for p in ("changed", "added", "removed")):
-        table = Table(title="Config (resolved, dotted keys)", header_style="bold")
-        for column in ("key", "a", "b"):
-            table.add_column(column, overflow="fold")
-        for key, pair in config["changed"].items():
-            table.add_row(_key(key, quiet), _plain(pair["a"]), _plain(pair["b"]))
-        for key, value in config["added"].items():
-            table.add_row(_key(key, quiet), styled("[dim](absent)[/]"), _plain(value))
-        for key, value in config["removed"].items():
-            table.add_row(_key(key, quiet), _plain(value), styled("[dim](absent)[/]"))
-        console.print(table)
-    else:
-        console.print("config: identical")
-    tasks = result["tasks"]
-    for label, ids in (("only in b", tasks["added"]), ("only in a", tasks["removed"])):
-        if ids:
-            console.print(f"tasks {label}: {', '.join(ids)}", highlight=False)
-    if tasks["changed"]:
-        console.print(
-            styled("[yellow]tasks whose content changed (fingerprint differs):[/]"),
-            ", ".join(tasks["changed"]),
-        )
-    table = Table(title="Suite", header_style="bold")
-    for column in ("metric", "a", "b", "Δ", "significance (paired over shared tasks)"):
-        table.add_column(column, justify="left" if column in ("metric",) else "right")
-    for name, entry in result["metrics"].items():
-        delta = _fmt_delta(name, entry["delta"], entry["higher_is_better"])
-        table.add_row(
-            name,
-            fmt_value(name, entry["a"]),
-            fmt_value(name, entry["b"]),
-            delta,
-            _paired_cell(name, entry),
-        )
-    console.print(table)
-    console.print(styled("[dim]pass@1 over shared tasks: {}[/]", result["significance"]["note"]))
-    moved = [r for r in tasks["rows"] if r["delta"]["pass@1"] or r["fingerprint_changed"]]
-    if not moved:
-        console.print(f"per task: no pass@1 change on {len(tasks['rows'])} shared tasks")
-        return
-    table = Table(title="Tasks whose pass@1 moved", header_style="bold")
-    for column in ("task", "passes a", "passes b", "Δ pass@1", "significance"):
-        table.add_column(column)
-    for row in moved:
-        a, b = row["a"], row["b"]
-        name = styled(
-            "{} [yellow](changed)[/]" if row["fingerprint_changed"] else "{}", row["task_id"]
-        )
-        sig = row["significance"]
-        table.add_row(
-            name,
-            f"{a['passes']}/{a['n']}",
-            f"{b['passes']}/{b['n']}",
-            _fmt_delta("pass@1", row["delta"]["pass@1"], True),
-            "no change"
-            if sig["note"] == "no change"
-            else f"p={sig['p']:.2g}, {'significant' if sig['significant'] else 'noise'}",
-        )
-    console.print(table)
-
-
-def _plain(value: Any) -> str:
-    return "-" if value is None else str(value)
-
-
-def _paired_cell(name: str, entry: dict[str, Any]) -> str | Text:
-    """The paired change over the shared tasks: `-0.25 [-0.40, -0.10] p=0.008, significant`."""
-    paired = entry.get("paired")
-    if not paired or "mean_delta" not in paired:
-        return ""
-    text = significance_text(paired)
-    if paired.get("ci95") and paired.get("changed_tasks") != 0:
-        low, high = paired["ci95"]
-        text = f"{fmt_change(name, paired['mean_delta'])} [{low:+.2f}, {high:+.2f}] {text}"
-    return styled("[bold]{}[/]" if paired["significant"] else "{}", text)
-
-
-def _key(key: str, quiet: set[str]) -> Text:
-    return styled("{} [dim](does not affect results)[/]" if key in quiet else "{}", key)
-
-
-def diff_command(args: list[str], console: Console) -> int:
-    """`evalrun diff <run-a> <run-b> [--json] [--html <path>]`; exit 0 (a diff is not a gate)."""
-    parser = CommandParser("diff", "Config, task-set and metric differences of two runs.")
-    parser.add_argument("run_a", metavar="<run-a>", help="the run before the change")
-    parser.add_argument("run_b", metavar="<run-b>", help="the run after it")
-    parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
-    parser.add_argument("--html", metavar="PATH", help="also write the comparison as a page")
-    options = parser.parse(args)
-    as_json, html = options.json, options.html
-    result = diff_runs(options.run_a, options.run_b)
-    if as_json:
-        print(json.dumps(result, indent=2, default=str))
-        for line in partial_warnings(result):  # on stderr, so the JSON stays parseable
-            make_console(stderr=True).print(line, soft_wrap=True)
-    else:
-        render(result, console)
-    if html:
-        from evalrun.report.diff_html import render_diff_html
-
-        Path(html).write_text(render_diff_html(result, Path(html).parent), encoding="utf-8")
-        if not as_json:
-            console.print(f"html: {html}", highlight=False)
-    return 0

@@ -37,7 +37,7 @@ reported as skipped, never as a breach, so one profile serves full runs and slic
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -50,18 +50,15 @@ from evalrun.analysis.metric_table import (
     metric_value,
     parse_metric,
 )
-from evalrun.analysis.stats import ALPHA, Estimate, fisher_exact
-from evalrun.cli.arguments import CommandParser
-from evalrun.cli.usage import BOUND_EXAMPLE
+from evalrun.analysis.stats import ALPHA, fisher_exact
 from evalrun.console import styled
 from evalrun.errors import UsageError
+from evalrun.models.summary import Estimate
 
 if TYPE_CHECKING:  # the summary's models load with the first summary read, not with a profile
     from rich.console import Console
 
-    from evalrun.analysis.metrics import Summary, TaskStats
-
-EXIT_PARTIAL = 5  # `evalrun gate` refused a partial run (--allow-partial gates it anyway)
+    from evalrun.models.summary import Summary, TaskStats
 
 SECTIONS = ("floors", "ceilings", "max_drop")
 CHECKED_ON = ("estimate", "lower_ci", "upper_ci")
@@ -184,12 +181,6 @@ class Baseline:
 
     run_dir: Path
     summary: Summary
-
-
-def load_baseline(run_dir: str | Path) -> Baseline:
-    from evalrun.rundir.log import read_summary
-
-    return Baseline(Path(run_dir), read_summary(run_dir, "baseline"))
 
 
 class ThresholdProfile:
@@ -333,8 +324,9 @@ class ThresholdProfile:
         return checked, notes
 
 
-def build_profile(profile_cfg: Any, baseline: str | None) -> ThresholdProfile:
-    """Instantiate the `profile` config group and attach the baseline run (if any)."""
+def build_profile(profile_cfg: Any, baseline: Baseline | None = None) -> ThresholdProfile:
+    """Instantiate the `profile` config group and attach the baseline run (if any; read by
+    `evalrun.rundir.readers.profile_for`)."""
     from hydra.errors import InstantiationException
     from hydra.utils import instantiate
 
@@ -346,7 +338,7 @@ def build_profile(profile_cfg: Any, baseline: str | None) -> ThresholdProfile:
         raise UsageError(f"profile: could not build {profile_cfg.get('_target_')}: {exc}") from exc
     if not isinstance(profile, ThresholdProfile):
         raise UsageError(f"profile: {profile_cfg.get('_target_')} is not a ThresholdProfile")
-    return profile.with_baseline(load_baseline(baseline)) if baseline else profile
+    return profile.with_baseline(baseline) if baseline else profile
 
 
 def print_verdict(profile: ThresholdProfile, summary: Summary, console: Console) -> int:
@@ -370,71 +362,3 @@ def print_verdict(profile: ThresholdProfile, summary: Summary, console: Console)
             styled("[green]gate ({}): all {} checked thresholds hold[/]", profile.name, checked)
         )
     return 1 if breaches else 0
-
-
-def _profile_names() -> list[str]:
-    """The profiles one could pass: evalrun's packaged ones and, in a project, its own."""
-    from evalrun.bundled import CONF_DIR
-    from evalrun.config.project import locate_config
-
-    folders = {CONF_DIR / "profile", locate_config().config_dir / "profile"}
-    names = {p.stem for folder in folders for p in folder.glob("*.yaml")}
-    return sorted(names - {"none"})
-
-
-def gate_command(args: list[str], compose: Callable[[list[str]], Any], console: Console) -> int:
-    """`evalrun gate <run-dir> [profile=<name>] [baseline=<run-dir>] [--allow-partial]`.
-
-    Gates a run that has ended from its summary without running anything. `compose` turns
-    overrides into the composed config (the CLI's `compose_config`). A profile with no
-    threshold is a usage error (exit 2: nothing would be checked); a partial run is refused
-    with `EXIT_PARTIAL` unless `--allow-partial`.
-    """
-    parser = CommandParser(
-        "gate",
-        "Gate a run that has ended on a threshold profile (exit 1 when one is broken).",
-        overrides=True,
-        epilog="overrides: profile=<name> (conf/profile/), baseline=<run-dir> (for max_drop), "
-        f"{BOUND_EXAMPLE} (a bound merged into the profile), ...",
-    )
-    parser.add_argument("run_dir", metavar="<run-dir>", type=Path, help="the run to gate")
-    parser.add_argument(
-        "--allow-partial",
-        action="store_true",
-        help="gate the recorded cells of a partial run (else: exit 5)",
-    )
-    options = parser.parse(args)
-    cfg = compose(options.overrides)
-    run_dir = options.run_dir.expanduser()
-    profile = build_profile(cfg.profile, cfg.baseline)
-    if not profile.metric_names():
-        raise UsageError(
-            f"gate: nothing to check: pass profile=<name> (profile={profile.name} has no "
-            f"thresholds; available: {', '.join(_profile_names()) or 'none'}), or add one, "
-            f"e.g. {BOUND_EXAMPLE}"
-        )
-    from evalrun.rundir.log import read_summary
-
-    summary = read_summary(run_dir, "gate")
-    state = summary.state
-    if state is not None and not state.complete:
-        if not options.allow_partial:
-            console.print(
-                styled("[red]refusing to gate a partial run:[/]"),
-                f"{run_dir} is {state.describe()}. Finish it with: evalrun resume={run_dir}  "
-                "(or pass --allow-partial to gate the recorded cells only)",
-                soft_wrap=True,
-            )
-            return EXIT_PARTIAL
-        console.print(
-            styled("[yellow]gating a partial run (--allow-partial):[/]"),
-            state.describe(),
-            soft_wrap=True,
-        )
-    base_state = profile.baseline.summary.state if profile.baseline else None
-    if base_state is not None and not base_state.complete:
-        console.print(
-            styled("[yellow]warning: the baseline is {}[/]", base_state.describe()), soft_wrap=True
-        )
-    console.print(f"gating {run_dir} with profile={profile.name}")
-    return print_verdict(profile, summary, console)

@@ -36,18 +36,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from evalrun.console import make_console, styled
+from evalrun.models.summary import PASS_AT, PASS_HAT, PHASES, pass_metric
 
 if TYPE_CHECKING:  # the summary's models are built when a summary is read, not at start-up
-    from evalrun.analysis.metrics import GroupStats, Summary
-    from evalrun.analysis.stats import Estimate
-
-PHASES = ("setup", "agent", "verify")
-PASS_AT, PASS_HAT = "pass@", "pass^"
-
-
-def pass_metric(base: str, k: int) -> str:
-    """The name of a pass metric - `pass@3`, `pass^3` - as the gate, diff and reports spell it."""
-    return f"{base}{k}"
+    from evalrun.models.summary import Estimate, GroupStats, Summary
 
 
 @dataclass(frozen=True)

@@ -17,11 +17,23 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
-from pydantic import BaseModel, Field
-
-from evalrun.analysis.metric_table import PASS_AT, PASS_HAT, PHASES, pass_metric
-from evalrun.analysis.stats import Difference, Estimate, paired_difference, pass_rate, task_mean
-from evalrun.models.records import Outcome, RunState, SampleDigest, SampleRecord, SkippedEntry
+from evalrun.analysis.stats import Difference, paired_difference, pass_rate, task_mean
+from evalrun.models.records import Outcome, SampleDigest, SampleRecord
+from evalrun.models.summary import (
+    PASS_AT,
+    PASS_HAT,
+    PHASES,
+    CostStats,
+    Estimate,
+    GroupStats,
+    JudgedSample,
+    JudgeStats,
+    LatencyStats,
+    SampleError,
+    Summary,
+    TaskStats,
+    pass_metric,
+)
 
 AnySample = SampleRecord | SampleDigest
 
@@ -56,105 +68,6 @@ def percentile(values: Sequence[float], q: float) -> float | None:
 def _mean(values: Iterable[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return sum(present) / len(present) if present else None
-
-
-class TaskStats(BaseModel):
-    task_id: str
-    difficulty: str
-    tags: list[str]
-    trials: int  # samples recorded, errors included
-    n: int  # scored samples (pass + fail)
-    passes: int
-    errors: int
-    pass_at: dict[int, float | None]
-    pass_hat: dict[int, float | None]
-    flaky: bool
-    mean_latency_s: float | None
-    cost_usd: float | None
-
-    def value(self, base: str, k: int) -> float | None:
-        return (self.pass_at if base == PASS_AT else self.pass_hat).get(k)
-
-
-class GroupStats(BaseModel):
-    tasks: int
-    pass_at: dict[int, float | None]
-    pass_hat: dict[int, float | None]
-    flaky_tasks: int
-    # metric name (`pass_metric`) -> its estimate, standard error and 95% interval; a metric
-    # that is undefined for every task of the group has no entry (summaries written before
-    # intervals existed have none at all)
-    intervals: dict[str, Estimate] = Field(default_factory=dict)
-
-    def interval(self, base: str, k: int) -> Estimate | None:
-        return self.intervals.get(pass_metric(PASS_AT if k == 1 else base, k))  # pass^1 = pass@1
-
-    def value(self, base: str, k: int) -> float | None:
-        return (self.pass_at if base == PASS_AT else self.pass_hat).get(k)
-
-
-class LatencyStats(BaseModel):
-    mean: float | None
-    p50: float | None
-    p95: float | None
-
-
-class CostStats(BaseModel):
-    total_usd: float | None
-    per_sample_usd: float | None
-    per_success_usd: float | None
-    priced_samples: int
-    unpriced_samples: int
-    # fresh input x1 + cache write x1.25 + cache read x0.1 + output x5, over every sample
-    cost_equivalent_tokens: float = 0.0
-
-
-class SampleError(BaseModel):
-    task_id: str
-    trial: int
-    reason: str | None
-
-
-class JudgedSample(BaseModel):
-    task_id: str
-    trial: int
-    score: float
-    reason: str
-
-
-class JudgeStats(BaseModel):
-    """One judge over the run: its mean score with a 95% interval, and its lowest scores."""
-
-    scored: int  # samples with a score
-    failed: int  # judgements that produced no score (the reason is on the sample)
-    mean: float | None  # macro mean over tasks of each task's mean score (the gate's judge:<name>)
-    interval: Estimate | None = None  # `stats.task_mean` over the per-task means
-    worst: list[JudgedSample] = Field(default_factory=list)
-
-
-class Summary(BaseModel):
-    schema_version: int = 1
-    run_id: str
-    samples: int
-    scored: int
-    passes: int
-    errors: int
-    ks: list[int]
-    overall: GroupStats
-    by_tag: dict[str, GroupStats]
-    by_difficulty: dict[str, GroupStats]
-    tasks: list[TaskStats]
-    latency: dict[str, LatencyStats]
-    cost: CostStats
-    error_samples: list[SampleError] = Field(default_factory=list)
-    judges: dict[str, JudgeStats] = Field(default_factory=dict)
-    # complete, or partial N/M with the missing cells (`evalrun.models.records.run_state`); None
-    # only in
-    # a summary.json written before evalrun recorded it
-    state: RunState | None = None
-    # the suite's tasks that did not run, as plan.json lists them (filled by `RunLog`, which
-    # reads the plan; [] in a summary.json written before evalrun recorded it)
-    skipped: list[SkippedEntry] = Field(default_factory=list)
 
 
 def _task_stats(task_id: str, meta: dict, recs: list[AnySample], ks: list[int]) -> TaskStats:

@@ -56,6 +56,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from statistics import NormalDist
 
+from evalrun.models.summary import Estimate
+
 ALPHA = 0.05  # a difference is called significant at p < ALPHA
 LEVEL = 1 - ALPHA  # every interval in evalrun is a 95% interval
 SIGN_FLIP_RESAMPLES = 10_000
@@ -70,41 +72,6 @@ FISHER_EXACT = "fisher-exact"
 
 _NORMAL = NormalDist()
 Z = _NORMAL.inv_cdf(0.5 + LEVEL / 2)  # 1.95996...
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """A figure with its uncertainty: `value` +- about `half_width`, 95% interval [low, high].
-
-    `se` and the bounds are None when they cannot be estimated (fewer than two tasks with
-    several trials each: one task says nothing about how tasks differ)."""
-
-    value: float
-    se: float | None
-    low: float | None
-    high: float | None
-    method: str
-    tasks: int
-
-    @property
-    def half_width(self) -> float | None:
-        """Half the interval's width: the "+-" shown beside the figure (the interval itself may
-        be asymmetric near 0 and 1; `low`/`high` are exact)."""
-        if self.low is None or self.high is None:
-            return None
-        return (self.high - self.low) / 2
-
-    def plus_minus(self, digits: int = 2) -> str:
-        """`0.62 ± 0.11`, or the bare value when there is no interval."""
-        shown = f"{self.value:.{digits}f}"
-        half = self.half_width
-        return shown if half is None else f"{shown} ± {half:.{digits}f}"
-
-    def interval(self, digits: int = 2) -> str:
-        """`[0.41, 0.80]`, or `no interval`."""
-        if self.low is None or self.high is None:
-            return "no interval"
-        return f"[{self.low:.{digits}f}, {self.high:.{digits}f}]"
 
 
 # --- basic pieces --------------------------------------------------------------------------------

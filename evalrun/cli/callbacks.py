@@ -1,20 +1,18 @@
 """The sweep's Hydra callback, light: Hydra instantiates it on every run (a dry run, `--cfg`
-too), so its work - `evalrun.analysis.sweep`, and through it the gate, the run log and the metrics
-- is
-imported only when a multirun ends.
+too), so its work - `evalrun.analysis.sweep`, and through it the gate, the run log and the
+metrics, and the sweep's reports - is imported only when a multirun ends.
 
-`SweepSummary.on_multirun_end` writes `<sweep dir>/sweep.json` and prints the jobs side by side
-(`evalrun.analysis.sweep`), and remembers the worst gate exit code of the jobs, which `evalrun -m
-...`
-exits with (jobs run in other processes by `hydra/launcher=joblib` included).
+`SweepSummary.on_multirun_end` writes `<sweep dir>/sweep.json` (`evalrun.analysis.sweep`), prints
+the jobs side by side (`evalrun.report.sweep_terminal`), writes the sweep page
+(`evalrun.report.sweep_html`), and remembers the worst gate exit code of the jobs, which
+`evalrun -m ...` exits with (jobs run in other processes by `hydra/launcher=joblib` included).
 
 A stop signal (Ctrl-C, SIGTERM, SIGHUP: `evalrun.run.engine.STOP_SIGNALS`) ends the sweep as it
-ends a
-run: the job in flight is cancelled and closed partial, no further job starts, the summary of the
-jobs so far is written, and the command to finish the sweep is printed; a second signal exits at
-once. With joblib, each worker leaves the launcher's process group at its first job, so a signal
-sent to the group (a terminal's Ctrl-C, `timeout`) reaches the jobs once, forwarded by the
-launcher - as one sent to the launcher alone (`docker stop`, Kubernetes) does.
+ends a run: the job in flight is cancelled and closed partial, no further job starts, the summary
+of the jobs so far is written, and the command to finish the sweep is printed; a second signal
+exits at once. With joblib, each worker leaves the launcher's process group at its first job, so
+a signal sent to the group (a terminal's Ctrl-C, `timeout`) reaches the jobs once, forwarded by
+the launcher - as one sent to the launcher alone (`docker stop`, Kubernetes) does.
 """
 
 from __future__ import annotations
@@ -122,7 +120,7 @@ def finish_command(config: DictConfig) -> str:
 def job_header(num: int, overrides: list[str]) -> str:
     """`job 0: agent=oracle` - printed before each job of a sweep: the values swept (all the
     job's overrides when this process did not launch the sweep, e.g. a joblib worker)."""
-    from evalrun.cli.usage import parse
+    from evalrun.config.usage import parse
 
     shown = [
         o
@@ -137,7 +135,7 @@ class SweepSummary(Callback):
     summary when it ends (`evalrun.analysis.sweep`)."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        from evalrun.cli.usage import parse
+        from evalrun.config.usage import parse
 
         task = [str(o) for o in config.hydra.overrides.task]
         _swept_keys.update(o.key_or_group for o in parse(task) if o.is_sweep_override())
@@ -148,15 +146,23 @@ class SweepSummary(Callback):
         sweep_dir = Path(str(config.hydra.sweep.dir))
         if not sweep_dir.is_dir():
             return
-        from evalrun.analysis.sweep import write_sweep_summary
+        from evalrun.analysis.sweep import SWEEP_FILE
         from evalrun.console import make_console
+        from evalrun.report.sweep_html import render_sweep_html
+        from evalrun.report.sweep_terminal import render_sweep
         from evalrun.rundir.log import sweep_jobs
+        from evalrun.rundir.readers import write_sweep_summary
 
         if not sweep_jobs(sweep_dir):  # a dry sweep: each job printed its plan and ran nothing
             make_console().print("dry run: no sweep summary or page (no job ran)")
             return
         console = make_console(wide=True)
-        sweep = write_sweep_summary(sweep_dir, console)
+        sweep = write_sweep_summary(sweep_dir)
+        render_sweep(sweep, console)
+        console.print(f"sweep summary: {sweep_dir / SWEEP_FILE}", highlight=False)
+        if sweep["jobs"]:
+            page = render_sweep_html(sweep_dir)
+            console.print(f"sweep report: {page}", highlight=False, soft_wrap=True)
         codes = [(job["gate"] or {}).get("exit_code", 0) for job in sweep["jobs"]]
         _gate_exit_codes.append(max(codes, default=0))
         stopped = sweep_stopped()

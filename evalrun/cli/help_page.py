@@ -12,36 +12,10 @@ user picks. Here the options are the YAML files of each group folder on evalrun'
 from __future__ import annotations
 
 import string
-from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from evalrun.config.project import locate_config
-from evalrun.config.schema import CONF_DIR
-
-
-def group_options(folders: list[Path]) -> dict[str, list[str]]:
-    """Group -> the option names its YAML files offer, over `folders` (a group is a subfolder
-    holding YAML files; hydra's own groups are not evalrun's)."""
-    options: dict[str, set[str]] = {}
-    for folder in folders:
-        for group in sorted(p for p in folder.iterdir() if p.is_dir() and p.name != "hydra"):
-            names = {f.stem for f in group.glob("*.yaml")}
-            if names:
-                options.setdefault(group.name, set()).update(names)
-    return {group: sorted(names) for group, names in sorted(options.items())}
-
-
-def option_folders() -> list[Path]:
-    """The folders whose group subfolders offer options: evalrun's conf/, a project's conf/."""
-    return list(dict.fromkeys([CONF_DIR, locate_config().config_dir]))
-
-
-def default_first(names: list[str], default: str | None) -> list[str]:
-    """A group's options as a person picks them: the default (or chosen) one first, then the
-    others alphabetically - the order `--help` and a "no such option" error list them in."""
-    first = [default] if default in names else []
-    return first + sorted(n for n in names if n != default)
+from evalrun.config.usage import default_first, group_options, option_folders
 
 
 def help_text(cfg: DictConfig) -> str:

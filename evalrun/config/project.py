@@ -26,11 +26,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-
 from evalrun.bundled import CONF_DIR
-from evalrun.console import make_console
 
 PROJECT_CONF_DIR = "conf"
 PROJECT_CONFIG_NAME = "evalrun"  # conf/evalrun.yaml marks a folder as an evalrun project
@@ -133,35 +129,3 @@ def group_origins(cfg: Any) -> list[GroupOrigins]:
 
 def _has_yaml(folder: Path) -> bool:
     return any(folder.glob("*.yaml"))
-
-
-def render_info(cfg: Any, where: ConfigLocation, console: Console) -> None:
-    """`evalrun info`: the install, the project, the search path, and per config group the
-    option chosen and the options each search path entry offers."""
-    from evalrun.cli.install import version_text
-    from evalrun.run.plan import resolve_tasks_dir
-
-    out = make_console(width=max(console.width, 120)) if not console.is_terminal else console
-    out.print(version_text().splitlines()[0], highlight=False, markup=False)
-    if where.project is None:
-        out.print("project      none here (conf/evalrun.yaml): evalrun's packaged config alone;")
-        out.print("             `evalrun init` starts a project", highlight=False, markup=False)
-    else:
-        out.print(f"project      {where.project}", highlight=False, markup=False)
-    out.print(f"config       {where.config_dir / where.config_name}.yaml", highlight=False)
-    out.print(f"tasks_dir    {resolve_tasks_dir(cfg.tasks_dir)}", highlight=False)
-    out.print(f"runs land in {Path(cfg.hydra.run.dir).parent.resolve()}", highlight=False)
-    paths = Table(title="config search path (the first entry holding an option wins)")
-    for column in ("from", "provider", "search path", "folder"):
-        paths.add_column(column)
-    for entry in search_path(cfg):
-        folder = str(entry.folder) if entry.folder is not None else ""
-        paths.add_row(entry.label, entry.provider, entry.url, folder)
-    out.print(paths)
-    groups = Table(title="config groups: the chosen option and where every option comes from")
-    for column in ("group", "chosen", "from", "options"):
-        groups.add_column(column)
-    for origin in group_origins(cfg):
-        listed = "; ".join(f"{src}: {', '.join(names)}" for src, names in origin.options.items())
-        groups.add_row(origin.group, origin.chosen or "", origin.chosen_from or "", listed)
-    out.print(groups)

@@ -154,7 +154,7 @@ class TrackerConf:
 
 @dataclass
 class LocalTrackerConf(TrackerConf):
-    _target_: str = "evalrun.trackers.local.LocalTracker"
+    _target_: str = "evalrun.run.plan.LocalTracker"
 
 
 @dataclass

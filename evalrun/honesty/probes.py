@@ -28,12 +28,12 @@ from evalrun.console import styled
 from evalrun.extras import require
 from evalrun.honesty.tamper import ATTACKS, DEFENDERS, TamperAgent
 from evalrun.models.records import Outcome, SampleRecord
+from evalrun.probes.evidence import RecordingAgent
+from evalrun.probes.format import SCORE_PREFIX
+from evalrun.probes.replay import ReplayAgent
 from evalrun.run.engine import Limits, cancelled_on_stop, run_sample
 from evalrun.sandbox.base import SandboxBackend
 from evalrun.tasks.loader import Task
-from evalrun.tasks.probes.evidence import RecordingAgent
-from evalrun.tasks.probes.format import SCORE_PREFIX
-from evalrun.tasks.probes.replay import ReplayAgent
 
 if TYPE_CHECKING:
     from evalrun.run.plan import RunPlan

@@ -34,8 +34,8 @@ from typing import Literal
 
 from evalrun.agents.base import nothing_to_prepare
 from evalrun.models.records import AgentResult, ToolCall
+from evalrun.models.writable import tail_text
 from evalrun.sandbox.base import Sandbox
-from evalrun.sandbox.common.output import tail_text
 from evalrun.tasks.loader import Task
 
 NOT_APPLICABLE_EXIT = 99

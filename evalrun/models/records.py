@@ -6,11 +6,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
 
-from evalrun.models.writable import bounded_args, escape_surrogates
+from evalrun.models import writable as bounds
+from evalrun.models.writable import (
+    bounded_args,
+    escape_surrogates,
+    tail_text,
+    within_budget,
+)
 
 
 class Outcome(StrEnum):
@@ -262,3 +268,51 @@ class SampleDigest(BaseModel):
     @property
     def key(self) -> CellKey:
         return CellKey(task_id=self.task_id, fingerprint=self.fingerprint, trial=self.trial)
+
+
+# --- a record as it can be written (evalrun.models.writable) -------------------------------
+def writable(record: SampleRecord) -> SampleRecord:
+    """`record` made writable (see the module docstring). Never raises: a record that cannot be
+    made so is its cell's `minimal` record."""
+    try:
+        return _bounded(record)
+    except Exception as exc:  # whatever it is, the cell keeps a record
+        return minimal(record, f"{type(exc).__name__}: {exc}")
+
+
+def _bounded(record: SampleRecord) -> SampleRecord:
+    done = within_budget(record, 0)
+    if done is None:
+        return minimal(
+            record, f"more than {bounds.MAX_RECORD_CHARS:,} characters even with texts cut"
+        )
+    clean, notes = cast("SampleRecord", done[0]), done[1]
+    if notes:
+        note = f"[record cut: {'; '.join(notes)}]"
+        clean = clean.model_copy(
+            update={"reason": f"{clean.reason} {note}" if clean.reason else note}
+        )
+    return clean
+
+
+def minimal(record: SampleRecord, why: str) -> SampleRecord:
+    """The record of `record`'s cell with nothing the agent shaped: its outcome, timings and
+    reason (bounded), and `why` the full record could not be written."""
+    reason = escape_surrogates(tail_text(record.reason or "", bounds.REASON_CHARS))
+    note = (
+        f"[the full record could not be written: {escape_surrogates(why)[: bounds.REASON_CHARS]}]"
+    )
+    return SampleRecord(
+        run_id=escape_surrogates(record.run_id),
+        task_id=escape_surrogates(record.task_id),
+        fingerprint=escape_surrogates(record.fingerprint),
+        trial=record.trial,
+        outcome=record.outcome,
+        reason=f"{reason} {note}" if reason else note,
+        verify_exit_code=record.verify_exit_code,
+        timed_out_phase=record.timed_out_phase,
+        phases=record.phases,
+        attempts=record.attempts,
+        started_at=record.started_at,
+        finished_at=record.finished_at,
+    )

@@ -33,14 +33,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from pydantic import BaseModel
-
-from evalrun.sandbox.common.output import tail_text
-
-if TYPE_CHECKING:  # records.py bounds trajectory args with `bounded_args`
-    from evalrun.models.records import SampleRecord
 
 MAX_DEPTH = 40  # levels of a record's JSON; pydantic reads one back up to 200
 ARGS_DEPTH = 4  # how deep a trajectory step's args sit in a record
@@ -148,22 +143,13 @@ def _describe(value: Any) -> str:
 def bounded_args(args: Mapping[Any, Any]) -> dict[str, Any]:
     """A trajectory step's args, bounded as `writable` would bound them in its record - done
     when the step is made, so a log or a report can print them too."""
-    done = _within_budget(args, ARGS_DEPTH)
+    done = within_budget(args, ARGS_DEPTH)
     if done is None:
         return {"[evalrun]": f"args of more than {MAX_RECORD_CHARS:,} characters: not recorded"}
     return cast(dict[str, Any], done[0])
 
 
-def writable(record: SampleRecord) -> SampleRecord:
-    """`record` made writable (see the module docstring). Never raises: a record that cannot be
-    made so is its cell's `minimal` record."""
-    try:
-        return _bounded(record)
-    except Exception as exc:  # whatever it is, the cell keeps a record
-        return minimal(record, f"{type(exc).__name__}: {exc}")
-
-
-def _within_budget(value: Any, depth: int) -> tuple[Any, list[str]] | None:
+def within_budget(value: Any, depth: int) -> tuple[Any, list[str]] | None:
     """`value` walked with the loose bounds, else the tight ones (noted); None when even those
     leave more than `MAX_RECORD_CHARS`."""
     for text_max, items_max in ((MAX_TEXT, MAX_ITEMS), (TIGHT_TEXT, TIGHT_ITEMS)):
@@ -178,37 +164,8 @@ def _within_budget(value: Any, depth: int) -> tuple[Any, list[str]] | None:
     return None
 
 
-def _bounded(record: SampleRecord) -> SampleRecord:
-    done = _within_budget(record, 0)
-    if done is None:
-        return minimal(record, f"more than {MAX_RECORD_CHARS:,} characters even with texts cut")
-    clean, notes = cast("SampleRecord", done[0]), done[1]
-    if notes:
-        note = f"[record cut: {'; '.join(notes)}]"
-        clean = clean.model_copy(
-            update={"reason": f"{clean.reason} {note}" if clean.reason else note}
-        )
-    return clean
-
-
-def minimal(record: SampleRecord, why: str) -> SampleRecord:
-    """The record of `record`'s cell with nothing the agent shaped: its outcome, timings and
-    reason (bounded), and `why` the full record could not be written."""
-    from evalrun.models.records import SampleRecord
-
-    reason = escape_surrogates(tail_text(record.reason or "", REASON_CHARS))
-    note = f"[the full record could not be written: {escape_surrogates(why)[:REASON_CHARS]}]"
-    return SampleRecord(
-        run_id=escape_surrogates(record.run_id),
-        task_id=escape_surrogates(record.task_id),
-        fingerprint=escape_surrogates(record.fingerprint),
-        trial=record.trial,
-        outcome=record.outcome,
-        reason=f"{reason} {note}" if reason else note,
-        verify_exit_code=record.verify_exit_code,
-        timed_out_phase=record.timed_out_phase,
-        phases=record.phases,
-        attempts=record.attempts,
-        started_at=record.started_at,
-        finished_at=record.finished_at,
-    )
+def tail_text(text: str, limit: int = 4000) -> str:
+    """The last `limit` characters of `text`, marked when cut."""
+    if len(text) <= limit:
+        return text
+    return f"[... {len(text) - limit} chars omitted ...]\n" + text[-limit:]

@@ -45,7 +45,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
-from evalrun.tasks.probes.evidence import Evidence
+from evalrun.probes.evidence import Evidence
 from evalrun.models.records import ToolCall
 
 

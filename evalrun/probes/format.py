@@ -9,7 +9,7 @@ grade(sandbox, answer)  every expectation on the evidence -> pass only when all 
 The verdict's `scores` carry one entry per expectation, `expect:<name>` = 1.0 or 0.0, so the
 store keeps each expectation's result on every sample and reports can give its pass rate per
 probe; the verdict output lists each expectation with what was seen. Grading needs the evidence
-`RecordingAgent` leaves (`evalrun.tasks.probes.evidence`); the plan wraps the agent for probe suites.
+`RecordingAgent` leaves (`evalrun.probes.evidence`); the plan wraps the agent for probe suites.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from typing import Any
 from evalrun.errors import TaskFormatError
 from evalrun.tasks.base import StepPlan, Verdict
 from evalrun.tasks.native import NativeFormat, TaskLayout
-from evalrun.tasks.probes.evidence import read_evidence
-from evalrun.tasks.probes.expect import Check
-from evalrun.tasks.probes.spec import RUNS, ProbeLayout, ProbeSpec, load_script, load_spec
+from evalrun.probes.evidence import read_evidence
+from evalrun.probes.expect import Check
+from evalrun.probes.spec import RUNS, ProbeLayout, ProbeSpec, load_script, load_spec
 from evalrun.models.records import AgentResult, Outcome
 from evalrun.sandbox.base import DEFAULT_SPEC, Sandbox, SandboxBackend, SandboxSpec
 from evalrun.tasks.loader import Task, fingerprint, is_task_folder
@@ -64,7 +64,7 @@ class ProbeFormat:
         return await NativeFormat(TaskLayout(self.layout.root)).prepare(sandbox, timeout_s)
 
     async def solve(self, sandbox: Sandbox) -> AgentResult:
-        from evalrun.tasks.probes.replay import replay
+        from evalrun.probes.replay import replay
 
         script = self.layout.run_file("good")
         return await replay(script, self.spec.prompt, self.spec.max_steps, sandbox)

@@ -1,6 +1,6 @@
 """Replay a probe's scripted run through the coder agent's loop and tools - no model, no network.
 
-A scripted run (`scripted/good.yaml`, `scripted/bad.yaml`; format in `evalrun.tasks.probes.spec`)
+A scripted run (`scripted/good.yaml`, `scripted/bad.yaml`; format in `evalrun.probes.spec`)
 stands in for the model: pydantic-ai's `FunctionModel` returns the next scripted turn each time
 the agent asks the model. Everything else is what `agent=coder` does - the same instructions,
 the same `SandboxTools` (read, write, edit, bash, grep, ls) acting on the real sandbox, the same
@@ -40,7 +40,7 @@ async def replay(script: Path, prompt: str, max_steps: int, sandbox: Sandbox) ->
 
     from evalrun.agents.coder.agent import INSTRUCTIONS
     from evalrun.agents.coder.tools import SandboxTools
-    from evalrun.tasks.probes.spec import load_script
+    from evalrun.probes.spec import load_script
 
     turns = load_script(script)
     served = 0

@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from evalrun.config import yamlio
 from evalrun.errors import TaskFormatError
 from evalrun.tasks.base import Difficulty, JudgeSpec, TaskSpec
-from evalrun.tasks.probes.expect import MODELS, Expectation, expectation_names
+from evalrun.probes.expect import MODELS, Expectation, expectation_names
 
 PROBE_FILE = "probe.yaml"
 RUNS = ("good", "bad")

@@ -19,9 +19,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from evalrun.analysis.metric_table import PASS_AT, PASS_HAT, PHASES
-from evalrun.analysis.metrics import GroupStats, TaskStats
 from evalrun.models.records import Outcome, SampleRecord, ToolCall, WorkspaceDiff
+from evalrun.models.summary import PASS_AT, PASS_HAT, PHASES, GroupStats, TaskStats
 from evalrun.report.diff_html import render_diff_html
 from evalrun.report.page import Card, fmt_rate, fmt_s, fmt_usd, render, svg
 from evalrun.report.reasons import first_line, why, why_parts

@@ -17,8 +17,8 @@ import xml.etree.ElementTree as ET
 from datetime import datetime
 from pathlib import Path
 
-from evalrun.analysis.metrics import TaskStats
 from evalrun.models.records import Outcome, SampleRecord
+from evalrun.models.summary import TaskStats
 from evalrun.report.rundata import JUNIT_FILE, RunFiles, clean_text, load_run
 
 OUTPUT_TAIL = 1500  # characters of verify output quoted per failing trial

@@ -26,7 +26,7 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup
 
-from evalrun.analysis.stats import Estimate
+from evalrun.models.summary import Estimate
 
 TEMPLATES = files("evalrun.report") / "templates"
 CSS = (TEMPLATES / "report.css").read_text(encoding="utf-8")

@@ -23,7 +23,7 @@ from rich.table import Table
 
 from evalrun.console import styled
 from evalrun.models.records import Outcome, SampleRecord
-from evalrun.tasks.probes.format import SCORE_PREFIX
+from evalrun.probes.format import SCORE_PREFIX
 
 PROBES_FILE = "probes.json"
 ASSERTIONS_FILE = "probes_opik.json"  # a tracker's judged assertions, per probe

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalrun.analysis.metrics import Summary
+from evalrun.models.plan import PlanFile
 from evalrun.models.records import RunState, SampleRecord, SkippedEntry
-from evalrun.rundir.log import PlanFile, RunLog
+from evalrun.models.summary import Summary
+from evalrun.rundir.log import RunLog
 
 HTML_FILE = "report.html"
 JUNIT_FILE = "junit.xml"

@@ -13,8 +13,8 @@ from pathlib import Path
 from urllib.parse import quote
 
 from evalrun.analysis.configdiff import flatten
-from evalrun.analysis.metric_table import PASS_AT, PASS_HAT
 from evalrun.errors import UsageError
+from evalrun.models.summary import PASS_AT, PASS_HAT
 from evalrun.report.page import Card, fmt_rate, fmt_usd, render, svg
 from evalrun.report.rundata import HTML_FILE, RunFiles, load_run
 from evalrun.report.svg import PALETTE, Series, bar_chart, line_chart

@@ -9,10 +9,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from evalrun.analysis.metric_table import PASS_AT, PASS_HAT
-from evalrun.analysis.metrics import GroupStats, Summary
 from evalrun.console import make_console, styled
 from evalrun.models.records import Outcome, SampleRecord
+from evalrun.models.summary import PASS_AT, PASS_HAT, GroupStats, Summary
 from evalrun.report.reasons import failure_groups
 
 REASONS_SHOWN = 10  # reason lines after the tables; the rest are in report.html

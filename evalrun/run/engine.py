@@ -22,12 +22,11 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 from evalrun.agents.base import Agent
 from evalrun.config.schema import EvalConfig, TimeoutsConf
 from evalrun.errors import HarnessError, SandboxError
-from evalrun.models.records import AgentResult, CellKey, Outcome, Phases, SampleRecord
-from evalrun.models.writable import writable
+from evalrun.models.records import AgentResult, CellKey, Outcome, Phases, SampleRecord, writable
+from evalrun.models.writable import tail_text
 from evalrun.retry import async_retrying
 from evalrun.run.turns import take_steps, take_turn
 from evalrun.sandbox.base import Sandbox, SandboxBackend
-from evalrun.sandbox.common.output import tail_text
 from evalrun.tasks.base import SetupFailed
 from evalrun.tasks.loader import Task
 

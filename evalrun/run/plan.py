@@ -17,7 +17,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
@@ -26,30 +26,59 @@ from omegaconf.errors import OmegaConfBaseException
 from rich.console import Console
 
 from evalrun.agents.base import Agent, RunScope
-from evalrun.analysis.gate import ThresholdProfile, build_profile
+from evalrun.analysis.gate import ThresholdProfile
 from evalrun.bundled import PROBES_DIR, TASKS_DIR
 from evalrun.config.schema import resolved_dict
 from evalrun.console import make_console, styled
 from evalrun.errors import UsageError, bad_value
-from evalrun.models.records import CellKey, SkippedEntry
+from evalrun.models.records import CellKey, SampleRecord, SkippedEntry
 from evalrun.run.engine import Limits
 from evalrun.run.judges import Judge, NoJudge, build_judge
 from evalrun.rundir.dirs import is_dir_template
 from evalrun.rundir.provenance import reproduction_info
+from evalrun.rundir.readers import profile_for
 from evalrun.rundir.redact import SecretValues, redact
 from evalrun.sandbox.base import SandboxBackend
 from evalrun.tasks.base import setup_bytes
 from evalrun.tasks.loader import Difficulty, Suite, Task, runnable_on, scan_suite, unenforced_limits
-from evalrun.trackers.base import Tracker
 
 if TYPE_CHECKING:
-    from evalrun.rundir.log import PlanFile
+    from evalrun.models.plan import PlanFile
+    from evalrun.models.summary import Summary
 
 BUNDLED_TASKS = TASKS_DIR
 BUNDLED_PROBES = PROBES_DIR
 CANNOT_LOAD = "cannot load"
 CANNOT_RUN = "cannot run"
 EXIT_UNLOADABLE = 4  # the run finished, but task folders of the suite could not be loaded
+
+
+# --- trackers: sinks for a run's records beside the local store (`tracker=<name>`) -----------
+# A tracker failing must never lose a run: the local store has it all. `tracker=opik` lives in
+# `evalrun.integrations.opik.tracker`.
+class Tracker(Protocol):
+    name: str
+
+    def start(self, plan: RunPlan) -> None: ...
+
+    def record(self, record: SampleRecord) -> None: ...
+
+    def finish(self, summary: Summary) -> None: ...
+
+
+class LocalTracker:
+    """`tracker=local`: nothing beyond the run directory, which every run writes anyway."""
+
+    name = "local"
+
+    def start(self, plan: RunPlan) -> None:
+        return None
+
+    def record(self, record: SampleRecord) -> None:
+        return None
+
+    def finish(self, summary: Summary) -> None:
+        return None
 
 
 @dataclass(frozen=True)
@@ -94,7 +123,8 @@ class RunPlan:
 
     def to_plan_file(self) -> PlanFile:
         """plan.json (`evalrun.rundir.log.PlanFile`), written before the first sample."""
-        from evalrun.rundir.log import PLAN_SCHEMA, PlanFile, PlannedTask, RunKind
+        from evalrun.models.plan import PlanFile, PlannedTask, RunKind
+        from evalrun.rundir.log import PLAN_SCHEMA
 
         return PlanFile(
             schema_version=PLAN_SCHEMA,
@@ -223,7 +253,7 @@ def load_for_suite(
     """`suite=tasks`: task folders (default: the bundled benchmark); `suite=probes`: behaviour
     probe folders (default: the bundled probes/). `tasks_dir` points either at another folder."""
     if suite == "probes":
-        from evalrun.tasks.probes.format import load_probes
+        from evalrun.probes.format import load_probes
 
         folder = resolve_tasks_dir(tasks_dir) if tasks_dir else BUNDLED_PROBES
         return Suite(folder, load_probes(folder))
@@ -259,7 +289,7 @@ def agent_for_suite(suite: str, agent: Agent) -> Agent:
     """Probes are graded on what the agent did: record its steps and the workspace around them."""
     if suite != "probes":
         return agent
-    from evalrun.tasks.probes.evidence import RecordingAgent
+    from evalrun.probes.evidence import RecordingAgent
 
     return RecordingAgent(agent)
 
@@ -297,7 +327,7 @@ def build(cfg: DictConfig) -> RunPlan:
     try:
         resolved = resolved_dict(cfg)
     except OmegaConfBaseException as exc:  # e.g. an unresolvable ${...} in an override
-        from evalrun.cli.usage import from_hydra
+        from evalrun.config.usage import from_hydra
 
         raise from_hydra(exc) from exc
     check_numbers(cfg)
@@ -345,7 +375,7 @@ def build(cfg: DictConfig) -> RunPlan:
         backend=backend,
         agent=agent_for_suite(cfg.suite, _instantiate(cfg.agent, "agent")),
         tracker=_instantiate(cfg.tracker, "tracker"),
-        profile=build_profile(cfg.profile, cfg.baseline),
+        profile=profile_for(cfg.profile, cfg.baseline),
         judge=build_judge(cfg.judge),
         suite=cfg.suite,
         skipped=tuple(skipped),

@@ -30,89 +30,29 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Iterator
-from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
 
-from evalrun.analysis.metrics import Summary, summarize
+from evalrun.analysis.metrics import summarize
 from evalrun.config import yamlio
 from evalrun.errors import UsageError
+from evalrun.models.plan import PlanFile, RunKind
 from evalrun.models.records import (
     CellKey,
     RunState,
     SampleDigest,
     SampleRecord,
-    SkippedEntry,
     run_state,
 )
+from evalrun.models.summary import Summary
 from evalrun.rundir.redact import override_name, redacted_keys, redacted_replay_message
 from evalrun.rundir.store import CONFIG_FILE, OVERRIDES_FILE, PLAN_FILE, SAMPLES_FILE, SUMMARY_FILE
 
 PLAN_SCHEMA = 1  # the plan.json version this evalrun writes and reads up to
 SUMMARY_SCHEMA = 1  # likewise summary.json (docs/summary-schema.md)
-
-
-class RunKind(StrEnum):
-    """What a run directory records: a run of task folders, of the behaviour probes, or an
-    online evaluation of a live Opik project (threads as tasks, one trial each)."""
-
-    tasks = "tasks"
-    probes = "probes"
-    online = "online"
-
-
-class PlannedTask(BaseModel):
-    """One task of plan.json. `fields`: what the task's file says that evalrun does not use;
-    `prompt`: the prompt the agent was given (shown in report.html and `evalrun show`)."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    id: str
-    fingerprint: str = ""
-    difficulty: str = "unknown"
-    tags: list[str] = Field(default_factory=list)
-    format: str | None = None
-    prompt: str | None = None  # what the agent was given (None in runs that predate it)
-    fields: dict[str, Any] = Field(default_factory=dict)
-
-
-class PlanFile(BaseModel):
-    """plan.json: what a run set out to do, fixed before its first sample. Written by the
-    runner (`RunPlan.to_plan_file`) and by `evalrun online`, through `RunStore.write_plan`."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    schema_version: int = 1
-    kind: RunKind | None = None  # None: a version-1 offline plan (see `RunLog.kind`)
-    run_id: str
-    run_dir: str | None = None
-    tasks_dir: str
-    trials: int
-    concurrency: int | None = None
-    sandbox: str = "?"
-    agent: str = "?"
-    tasks: list[PlannedTask] = Field(default_factory=list)
-    cells: int | None = None
-    provenance: dict[str, Any] | None = None
-    skipped: list[SkippedEntry] = Field(default_factory=list)
-
-    def cell_keys(self) -> list[CellKey]:
-        """The planned cells in plan order (task, then trial)."""
-        return [
-            CellKey(task_id=t.id, fingerprint=t.fingerprint, trial=i)
-            for t in self.tasks
-            for i in range(self.trials)
-        ]
-
-    def task_meta(self) -> dict[str, dict[str, Any]]:
-        """task id -> {difficulty, tags}, what `metrics.summarize` groups by."""
-        return {t.id: {"difficulty": t.difficulty, "tags": list(t.tags)} for t in self.tasks}
-
-    def task(self, task_id: str) -> PlannedTask | None:
-        return next((t for t in self.tasks if t.id == task_id), None)
 
 
 R = TypeVar("R", bound=SampleRecord | SampleDigest)

@@ -43,14 +43,13 @@ from typing import IO, TYPE_CHECKING, Any
 import yaml
 
 from evalrun.errors import UsageError
-from evalrun.models.records import CellKey, SampleRecord
-from evalrun.models.writable import escape_surrogates, minimal, writable
+from evalrun.models.records import CellKey, SampleRecord, minimal, writable
+from evalrun.models.writable import escape_surrogates, tail_text
 from evalrun.rundir.redact import SecretValues, redact, redact_overrides
-from evalrun.sandbox.common.output import tail_text
 
 if TYPE_CHECKING:
-    from evalrun.analysis.metrics import Summary
-    from evalrun.rundir.log import PlanFile
+    from evalrun.models.plan import PlanFile
+    from evalrun.models.summary import Summary
 
 SAMPLES_FILE = "samples.jsonl"
 SUMMARY_FILE = "summary.json"

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evalrun.errors import TaskFormatError, UsageError, bad_value
+from evalrun.sandbox.base import SandboxBackend
 from evalrun.tasks import lint, native
 from evalrun.tasks.base import (
     HARBOR_TASK_FILE,
@@ -41,7 +42,6 @@ from evalrun.tasks.native import (
     VERIFY_SCRIPT,
     TaskLayout,
 )
-from evalrun.sandbox.base import SandboxBackend
 
 __all__ = [
     "ANSWER_ENV",
@@ -137,7 +137,7 @@ def load_task(
     if native_file.is_file():
         spec, fmt = native.load(folder)
     elif harbor_file.is_file():  # imported only here: a native suite's start-up stays light
-        from evalrun.tasks.harbor import task as harbor
+        from evalrun.tasks.harbor import loading as harbor
 
         spec, fmt = harbor.load(folder, reward_threshold=reward_threshold, strict=strict)
     else:
@@ -261,7 +261,7 @@ def screen_scripts(folders: Sequence[Path]) -> None:
         if (folder / TASK_FILE).is_file():
             scripts += native.shell_scripts(TaskLayout(folder))
         elif (folder / HARBOR_TASK_FILE).is_file():
-            from evalrun.tasks.harbor import task as harbor
+            from evalrun.tasks.harbor import loading as harbor
 
             scripts += harbor.test_scripts(harbor.HarborLayout(folder))
     lint.screen(scripts)

@@ -38,6 +38,9 @@ from pydantic import ValidationError
 
 from evalrun.config import yamlio
 from evalrun.errors import TaskFormatError
+from evalrun.models.records import AgentResult, Outcome, ToolCall
+from evalrun.models.writable import tail_text
+from evalrun.sandbox.base import DEFAULT_SPEC, ExecResult, Sandbox, SandboxBackend, SandboxSpec
 from evalrun.tasks import lint
 from evalrun.tasks.base import (
     SetupFailed,
@@ -48,9 +51,6 @@ from evalrun.tasks.base import (
     inject,
     with_notes,
 )
-from evalrun.models.records import AgentResult, Outcome, ToolCall
-from evalrun.sandbox.base import DEFAULT_SPEC, ExecResult, Sandbox, SandboxBackend, SandboxSpec
-from evalrun.sandbox.common.output import tail_text
 
 TASK_FILE = "task.yaml"
 SETUP_SCRIPT = "setup.sh"  # in setup/: run once after copying, then removed

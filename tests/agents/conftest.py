@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from evalrun.cli.main import compose_config
+from evalrun.cli.hydra import compose_config
 from evalrun.models.records import SampleRecord
 from evalrun.run.runner import run
 from evalrun.rundir.log import RunLog

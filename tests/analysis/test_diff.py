@@ -11,11 +11,13 @@ import shutil
 import pytest
 from rich.console import Console
 
-from evalrun.analysis.diff import diff_runs, render, suite_significance
-from evalrun.analysis.metrics import TaskStats
-from evalrun.cli.main import compose_config
+from evalrun.analysis.diff import diff_runs, suite_significance
+from evalrun.cli.hydra import compose_config
 from evalrun.errors import UsageError
+from evalrun.models.summary import TaskStats
+from evalrun.report.diff_terminal import render_diff
 from evalrun.run.runner import run
+from evalrun.rundir.readers import read_side
 from tests.analysis.test_gate import evalrun
 
 
@@ -44,7 +46,7 @@ def two_runs(make_task, tmp_path):
 
 
 def test_diff_of_two_crafted_runs(two_runs):
-    result = diff_runs(*two_runs)
+    result = diff_runs(*map(read_side, two_runs))
     config = result["config"]
     assert config["changed"]["agent._target_"] == {
         "a": "evalrun.agents.oracle.OracleAgent",
@@ -85,7 +87,7 @@ def test_diff_of_two_crafted_runs(two_runs):
     assert metrics["pass^5"]["paired"]["mean_delta"] == -1.0
 
     out = io.StringIO()
-    render(result, Console(file=out, width=200))
+    render_diff(result, Console(file=out, width=200))
     text = out.getvalue()
     assert "agent._target_" in text and "concurrency (does not affect results)" in text
     assert "tasks only in b: 004-new" in text and "tasks only in a: 003-gone" in text
@@ -103,7 +105,7 @@ def test_identical_runs_show_no_change(make_task, tmp_path):
     suite = make_task().parent
     run_suite(suite, tmp_path / "a")
     run_suite(suite, tmp_path / "b")
-    result = diff_runs(tmp_path / "a", tmp_path / "b")
+    result = diff_runs(read_side(tmp_path / "a"), read_side(tmp_path / "b"))
     assert not any(result["config"].values())
     assert (
         result["tasks"]["added"] == result["tasks"]["removed"] == result["tasks"]["changed"] == []
@@ -172,7 +174,7 @@ def test_a_run_directory_without_summary_is_refused(two_runs, tmp_path):
     run_a, run_b = two_runs
     (run_b / "summary.json").unlink()
     with pytest.raises(UsageError, match=r"summary\.json not found"):
-        diff_runs(run_a, run_b)
+        diff_runs(read_side(run_a), read_side(run_b))
 
 
 def test_diff_warns_when_either_side_is_partial(two_runs, tmp_path):
@@ -186,7 +188,7 @@ def test_diff_warns_when_either_side_is_partial(two_runs, tmp_path):
     shown = " ".join(proc.stdout.split())
     assert f"warning: run b ({partial}) is partial 7/15 (missing cells: " in shown
     assert "warning: run a" not in shown
-    result = diff_runs(run_a, partial)
+    result = diff_runs(read_side(run_a), read_side(partial))
     assert result["a"]["state"] == "complete" and result["b"]["state"].startswith("partial 7/15")
     assert sum(row["b"]["n"] for row in result["tasks"]["rows"]) == 7  # what was recorded
     as_json = evalrun("diff", str(partial), str(run_a), "--json")

@@ -20,10 +20,11 @@ from evalrun.analysis.gate import (
     parse_metric,
     print_verdict,
 )
-from evalrun.analysis.metrics import Summary, summarize
-from evalrun.cli.main import compose_config
+from evalrun.analysis.metrics import summarize
+from evalrun.cli.hydra import compose_config
 from evalrun.errors import UsageError
 from evalrun.models.records import AgentResult, Outcome, Phases, SampleRecord, Usage
+from evalrun.models.summary import Summary
 from evalrun.run.plan import build
 from tests.conftest import REPO
 
@@ -279,7 +280,7 @@ def test_interval_bounds_compose_from_yaml_overrides():
     cfg = compose_config(
         ["profile=regression", "profile.floors={pass@1: {value: 0.6, on: lower_ci}}"]
     )
-    profile = build_profile(cfg.profile, None)
+    profile = build_profile(cfg.profile)
     assert (profile.floors["pass@1"].value, profile.floors["pass@1"].on) == (0.6, "lower_ci")
 
 
@@ -302,7 +303,7 @@ def test_unknown_metric_in_a_profile_is_a_usage_error_at_plan_time_naming_the_ke
 
 
 def test_regression_profile_composes_with_every_section():
-    profile = build_profile(compose_config(["profile=regression"]).profile, None)
+    profile = build_profile(compose_config(["profile=regression"]).profile)
     assert profile.name == "regression"
     assert {"pass@1", "pass^k", "tag:probe:pass@1"} <= set(profile.floors)
     assert {"error_rate", "cost_per_success", "p95_agent_s"} <= set(profile.ceilings)
@@ -311,7 +312,7 @@ def test_regression_profile_composes_with_every_section():
 
 def test_a_bound_can_be_merged_in_from_the_command_line():
     cfg = compose_config(["profile=regression", "profile.floors={pass@1: 0.9}"])
-    profile = build_profile(cfg.profile, None)
+    profile = build_profile(cfg.profile)
     assert profile.floors["pass@1"].value == 0.9 and profile.floors["tag:git:pass@1"].value == 0.5
 
 

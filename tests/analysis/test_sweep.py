@@ -19,9 +19,11 @@ import yaml
 from rich.console import Console
 
 from evalrun.analysis.metrics import summarize
-from evalrun.analysis.sweep import SWEEP_FILE, render, summarize_sweep
+from evalrun.analysis.sweep import SWEEP_FILE, summarize_sweep
+from evalrun.models.plan import PlanFile, PlannedTask
 from evalrun.models.records import Outcome, SampleRecord
-from evalrun.rundir.log import PlanFile, PlannedTask
+from evalrun.report.sweep_terminal import render_sweep
+from evalrun.rundir.readers import load_jobs
 from evalrun.rundir.store import RunStore
 from tests.analysis.test_gate import evalrun
 from tests.run.test_engine import _lines
@@ -152,7 +154,7 @@ def test_judge_agreement_with_the_oracle_and_between_judges(tmp_path):
             ("error", {"quality": 0.9}),  # harness errors are not judged against the oracle
         ],
     )
-    judges = summarize_sweep(tmp_path)["judges"]
+    judges = summarize_sweep(tmp_path, load_jobs(tmp_path))["judges"]
     assert judges["with_oracle"] == {
         "judge=a:quality": {"samples": 4, "agreement": 0.75},
         "judge=b:quality": {"samples": 3, "agreement": 2 / 3},
@@ -162,7 +164,7 @@ def test_judge_agreement_with_the_oracle_and_between_judges(tmp_path):
         {"a": "judge=a:quality", "b": "judge=b:quality", "cells": 3, "agreement": 2 / 3}
     ]
     out = io.StringIO()
-    render(summarize_sweep(tmp_path), Console(file=out, width=200))
+    render_sweep(summarize_sweep(tmp_path, load_jobs(tmp_path)), Console(file=out, width=200))
     assert "Judge agreement" in out.getvalue() and "judge=a:quality" in out.getvalue()
 
 
@@ -170,11 +172,11 @@ def test_an_unfinished_job_is_listed_without_metrics(tmp_path):
     fake_job(tmp_path, 0, ["agent=oracle"], [("pass", {})])
     fake_job(tmp_path, 1, ["agent=noop"], [("fail", {})])
     (tmp_path / "1" / "summary.json").unlink()
-    sweep = summarize_sweep(tmp_path)
+    sweep = summarize_sweep(tmp_path, load_jobs(tmp_path))
     assert [j["finished"] for j in sweep["jobs"]] == [True, False]
     assert sweep["jobs"][1]["metrics"] is None
     out = io.StringIO()
-    render(sweep, Console(file=out, width=200))
+    render_sweep(sweep, Console(file=out, width=200))
     assert "unfinished" in out.getvalue()
 
 
@@ -185,7 +187,7 @@ def test_config_yaml_of_a_job_round_trips_into_its_gate(tmp_path, name):
     if name == "regression":
         config["profile"]["floors"] = {"pass@1": 0.5}
     (tmp_path / "0" / "config.yaml").write_text(yaml.safe_dump(config))
-    gate = summarize_sweep(tmp_path)["jobs"][0]["gate"]
+    gate = summarize_sweep(tmp_path, load_jobs(tmp_path))["jobs"][0]["gate"]
     assert gate["exit_code"] == (1 if name == "regression" else 0)
 
 

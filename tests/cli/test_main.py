@@ -172,7 +172,7 @@ def test_check_catches_an_oracle_too_weak_for_a_near_miss(make_task):
 def test_start_up_and_a_dry_run_import_no_heavy_sdk(suite, tmp_path):
     code = (
         "import sys\n"
-        "from evalrun.cli.main import compose_config\n"
+        "from evalrun.cli.hydra import compose_config\n"
         "from evalrun.run.plan import build\n"
         f"build(compose_config(['tasks_dir={suite}', 'run_dir={tmp_path / 'run'}', 'dry_run=true']))\n"
         "heavy = {'litellm', 'opik', 'pydantic_ai', 'modal', 'docker'} & set(sys.modules)\n"

@@ -109,7 +109,7 @@ def test_info_says_where_every_option_comes_from(project: Path, monkeypatch):
     assert f"project      {project}" in proc.stdout
     assert f"pkg://{CONF_PACKAGE}" in proc.stdout and str(CONF_DIR) in proc.stdout
 
-    from evalrun.cli.main import compose_config
+    from evalrun.cli.hydra import compose_config
 
     monkeypatch.chdir(project)
     origins = {

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from hydra.utils import instantiate
 
-from evalrun.cli.main import compose_config
+from evalrun.cli.hydra import compose_config
 from evalrun.config.providers import Provider
 from evalrun.config.schema import CONF_DIR
 from evalrun.errors import UsageError

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from evalrun.cli.commands.runs import ls_command, report_command, show_command
 from evalrun.models import writable as writable_module
 from evalrun.models.records import (
     AgentResult,
@@ -23,9 +24,9 @@ from evalrun.models.records import (
     SampleRecord,
     ToolCall,
     WorkspaceDiff,
+    writable,
 )
-from evalrun.models.writable import MAX_DEPTH, MAX_ITEMS, writable
-from evalrun.report.commands import ls, report, show
+from evalrun.models.writable import MAX_DEPTH, MAX_ITEMS
 from evalrun.run import workspace_diff
 from evalrun.run.engine import AGENT_OUTPUT_CHARS
 from evalrun.rundir.log import RunLog
@@ -89,9 +90,9 @@ def assert_readable_and_resumed_without_rerunning(
 ) -> None:
     out = io.StringIO()
     console = Console(file=out, width=200)
-    assert ls([str(done.run_dir.parent)], console) == 0
-    assert show([str(done.run_dir), "002-poisoned"], console) == 0
-    assert report([str(done.run_dir)], console) == 0
+    assert ls_command([str(done.run_dir.parent)], console) == 0
+    assert show_command([str(done.run_dir), "002-poisoned"], console) == 0
+    assert report_command([str(done.run_dir)], console) == 0
     assert "\x1b" not in out.getvalue()  # no control character of the agent's reached it
     again = run_eval(suite, done.run_dir, *overrides)
     assert again.exit_code == 0, again.console

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from evalrun.tasks.probes.evidence import Evidence, FileState
-from evalrun.tasks.probes.expect import KINDS, Expectation, diff_lines, expectation_names
+from evalrun.probes.evidence import Evidence, FileState
+from evalrun.probes.expect import KINDS, Expectation, diff_lines, expectation_names
 from evalrun.models.records import ToolCall
 
 EXPECTATION = TypeAdapter(Expectation)

@@ -15,14 +15,14 @@ import pytest
 import yaml
 from rich.console import Console
 
-from evalrun.cli.main import compose_config
+from evalrun.cli.hydra import compose_config
 from evalrun.run.engine import Limits, run_sample
 from evalrun.errors import TaskFormatError, UsageError
 from evalrun.run.plan import BUNDLED_PROBES, build
 from evalrun.honesty.probes import check_probes
-from evalrun.tasks.probes.evidence import RecordingAgent
-from evalrun.tasks.probes.format import load_probe, load_probes
-from evalrun.tasks.probes.replay import ReplayAgent
+from evalrun.probes.evidence import RecordingAgent
+from evalrun.probes.format import load_probe, load_probes
+from evalrun.probes.replay import ReplayAgent
 from evalrun.models.records import AgentResult, Outcome
 from evalrun.run.runner import run
 from evalrun.sandbox.local import LocalBackend

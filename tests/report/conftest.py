@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from evalrun.cli.main import compose_config
+from evalrun.cli.hydra import compose_config
 from evalrun.run.runner import run
 
 HOSTILE = "<img src=x onerror=alert(1)><script>alert(2)</script>"

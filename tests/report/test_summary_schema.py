@@ -8,7 +8,7 @@ import re
 
 from pydantic import BaseModel
 
-from evalrun.analysis.metrics import Summary
+from evalrun.models.summary import Summary
 from tests.conftest import REPO
 
 DOC = REPO / "docs" / "summary-schema.md"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from evalrun.cli.main import compose_config
+from evalrun.cli.hydra import compose_config
 from evalrun.errors import UsageError
 from evalrun.integrations.opik.geval import GEvalJudge
 from evalrun.models.records import AgentResult, Outcome, SampleRecord, ToolCall

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalrun.cli.main import compose_config
+from evalrun.cli.hydra import compose_config
 from evalrun.errors import UsageError
 from evalrun.run.plan import build
 

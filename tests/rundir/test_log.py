@@ -12,9 +12,10 @@ import yaml
 from rich.console import Console
 
 from evalrun.errors import UsageError
+from evalrun.models.plan import RunKind
 from evalrun.models.records import Outcome, SampleRecord
 from evalrun.run.runner import run
-from evalrun.rundir.log import RunKind, RunLog, read_summary
+from evalrun.rundir.log import RunLog, read_summary
 
 # plan.json and summary.json exactly as evalrun wrote them before plan.json carried a
 # schema_version and a kind (version 1): no `kind`, no `schema_version`, no `state`, no
@@ -115,7 +116,7 @@ def test_what_is_not_a_run_is_refused_naming_the_folder_and_the_file(tmp_path):
 
 
 def test_a_run_written_now_reads_back_with_its_kind_and_state(make_task, tmp_path):
-    from evalrun.cli.main import compose_config
+    from evalrun.cli.hydra import compose_config
 
     suite = make_task("001-x").parent
     run_dir = tmp_path / "run"

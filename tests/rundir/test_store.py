@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from evalrun.models.plan import PlanFile, PlannedTask
 from evalrun.models.records import CellKey, Outcome, SampleRecord, run_state
 from evalrun.rundir import store as store_module
-from evalrun.rundir.log import PlanFile, PlannedTask, RunLog
+from evalrun.rundir.log import RunLog
 from evalrun.rundir.redact import SecretValues
 from evalrun.rundir.store import (
     LOCK_FILE,

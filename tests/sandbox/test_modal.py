@@ -16,7 +16,8 @@ import sys
 
 import pytest
 
-from evalrun.cli.main import compose_config, main
+from evalrun.cli.hydra import compose_config
+from evalrun.cli.main import main
 from evalrun.errors import SandboxUnavailable, UsageError
 from evalrun.honesty.check import probes_for
 from evalrun.run.plan import build

@@ -20,7 +20,7 @@ from evalrun.errors import TaskFormatError
 from evalrun.run.plan import EXIT_UNLOADABLE
 from evalrun.tasks import lint
 from evalrun.tasks.loader import load_task, scan_suite
-from evalrun.tasks.probes.format import load_probes
+from evalrun.probes.format import load_probes
 from tests.conftest import REPO
 from tests.tasks.harbor.test_task import harbor_task
 

@@ -1,7 +1,8 @@
-"""`evalrun online ...`: the subcommand's argument handling, then plain functions.
+"""`evalrun online ...`: judge a live Opik project's conversations with the offline judges.
 
 ```
-evalrun online project=<p> [overrides]          judge the project's threads (opik/online.py)
+evalrun online project=<p> [overrides]          judge the project's threads
+                                                (evalrun.integrations.opik.online)
 evalrun online resume=<run-dir> [overrides]     finish an online run that stopped
 evalrun online rule create project=<p> [...]    create or update its online judge rules
 evalrun online rule list [project=<p>]          show the rules (evalrun.integrations.opik.rules)
@@ -12,13 +13,12 @@ Overrides compose conf/online.yaml, like `evalrun`'s own overrides compose conf/
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 
 from rich.console import Console
 
 from evalrun.cli.arguments import CommandParser
+from evalrun.cli.hydra import compose_config
 from evalrun.errors import UsageError
 
 USAGE = """forms:
@@ -48,9 +48,11 @@ def expand_resume(args: list[str]) -> list[str]:
     return [*RunLog.open(run_dir).replayed_overrides(rest), *rest, f"run_dir={run_dir}"]
 
 
-def online_command(args: list[str], compose: Callable, console: Console) -> int:
+def online_command(args: list[str], console: Console) -> int:
+    """`evalrun online ...` (the forms in the module docstring); overrides compose
+    conf/online.yaml."""
     if args[:1] == ["rule"]:
-        from evalrun.integrations.opik.rules import rule_command
+        from evalrun.integrations.opik.rules import create_rules, list_rules
 
         rules = CommandParser(
             "online rule",
@@ -60,9 +62,10 @@ def online_command(args: list[str], compose: Callable, console: Console) -> int:
         )
         rules.add_argument("action", choices=["create", "list"])
         options = rules.parse(args[1:])
-        return rule_command(
-            options.action, options.overrides, partial(compose, config_name="online"), console
-        )
+        cfg = compose_config(options.overrides, config_name="online")
+        if options.action == "create":
+            return create_rules(cfg, console)
+        return list_rules(cfg, console)
     parser = CommandParser(
         "online",
         "Judge a live Opik project's conversations with the offline judges (conf/online.yaml).",
@@ -76,6 +79,6 @@ def online_command(args: list[str], compose: Callable, console: Console) -> int:
     from evalrun.rundir.redact import redact_overrides
 
     args = expand_resume(overrides)
-    cfg = compose(args, config_name="online")
+    cfg = compose_config(args, config_name="online")
     saved = redact_overrides([a for a in args if not a.startswith("run_dir=")])
     return run_online(cfg, console, overrides=saved)

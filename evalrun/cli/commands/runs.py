@@ -16,8 +16,6 @@ from rich.console import Console
 from evalrun.cli.arguments import CommandParser
 from evalrun.console import styled
 from evalrun.errors import UsageError
-from evalrun.report.reasons import why
-from evalrun.report.terminal import print_reasons
 
 if TYPE_CHECKING:
     from evalrun.report.rundata import RunFiles
@@ -32,7 +30,7 @@ def _parser(command: str, description: str) -> CommandParser:
     return parser
 
 
-def ls(args: list[str], console: Console) -> int:
+def ls_command(args: list[str], console: Console) -> int:
     """evalrun ls [runs_dir]: every run under runs_dir (default runs/), newest first."""
     from evalrun.report.listing import list_runs, runs_table
 
@@ -54,7 +52,7 @@ def ls(args: list[str], console: Console) -> int:
     return 0
 
 
-def show(args: list[str], console: Console) -> int:
+def show_command(args: list[str], console: Console) -> int:
     """evalrun show <run-dir> [task-id]: the terminal report of a run, printed again (and the
     tasks that did not run); with a task id, that task's view: its samples and every field of
     its task file evalrun keeps but does not use."""
@@ -75,6 +73,9 @@ def show(args: list[str], console: Console) -> int:
 
 def show_task(run: RunFiles, task_id: str, console: Console) -> int:
     """One task of a run: what the plan says of it, its samples, its kept task-file fields."""
+    from evalrun.report.reasons import why
+    from evalrun.report.terminal import print_reasons
+
     entry = run.plan.task(task_id)
     if entry is None:
         skipped = next((t for t in run.skipped if t.id == task_id), None)
@@ -124,7 +125,7 @@ def show_task(run: RunFiles, task_id: str, console: Console) -> int:
     return 0
 
 
-def report(args: list[str], console: Console) -> int:
+def report_command(args: list[str], console: Console) -> int:
     """evalrun report <run-dir | multirun-dir>: write report.html and junit.xml again."""
     from evalrun.report.files import rerender
 

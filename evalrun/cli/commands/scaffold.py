@@ -1,16 +1,16 @@
-"""The `evalrun init` and `evalrun new-task` commands: write the scaffold, then say what is next."""
+"""`evalrun init [DIR]` and `evalrun new-task NAME`: write the scaffold (`evalrun.cli.scaffold`),
+then say what is next."""
 
 from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
 from evalrun.cli.arguments import CommandParser
+from evalrun.cli.hydra import compose_config
 from evalrun.cli.scaffold import init_project, new_task
 
 TASK_PARTS = (
@@ -62,7 +62,7 @@ def init_command(args: list[str], console: Console) -> int:
     return 0
 
 
-def new_task_command(args: list[str], compose: Callable[..., Any], console: Console) -> int:
+def new_task_command(args: list[str], console: Console) -> int:
     """`evalrun new-task NAME [overrides]`: the folder goes into the suite's tasks_dir (the
     project's tasks/, or `tasks_dir=`), else ./tasks."""
     from evalrun.run.plan import resolve_tasks_dir
@@ -76,14 +76,14 @@ def new_task_command(args: list[str], compose: Callable[..., Any], console: Cons
     parser.add_argument("name", metavar="NAME", help="the task id and folder name")
     options = parser.parse(args)
     name, overrides = options.name, options.overrides
-    configured = compose(overrides).tasks_dir
+    configured = compose_config(overrides).tasks_dir
     tasks_dir = resolve_tasks_dir(configured) if configured else Path("tasks").resolve()
     tasks_dir.mkdir(parents=True, exist_ok=True)
     folder = new_task(name, tasks_dir)
     console.print(f"created {_shown(folder)}/", highlight=False)
     for part, what in TASK_PARTS:
         console.print(f"  {part:<18} {what}", highlight=False, markup=False)
-    default_dir = resolve_tasks_dir(compose([]).tasks_dir)
+    default_dir = resolve_tasks_dir(compose_config([]).tasks_dir)
     flag = "" if default_dir == tasks_dir else f" tasks_dir={shlex.quote(_shown(tasks_dir))}"
     console.print(
         "next: fill those in, then\n"

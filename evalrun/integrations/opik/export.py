@@ -29,7 +29,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from evalrun.analysis.metrics import Summary
 from evalrun.errors import UsageError
 from evalrun.integrations.opik.link import OpikDestination, OpikLink, TaskItem
 from evalrun.integrations.opik.traces import (
@@ -40,6 +39,7 @@ from evalrun.integrations.opik.traces import (
     trace_kwargs,
 )
 from evalrun.models.records import SampleRecord
+from evalrun.models.summary import Summary
 from evalrun.retry import retrying
 
 if TYPE_CHECKING:

@@ -31,7 +31,7 @@ from typing import Any
 from omegaconf import DictConfig
 from rich.console import Console
 
-from evalrun.analysis.gate import build_profile, print_verdict
+from evalrun.analysis.gate import print_verdict
 from evalrun.config.schema import resolved_dict
 from evalrun.console import make_console, styled
 from evalrun.errors import UsageError
@@ -56,6 +56,7 @@ from evalrun.integrations.opik.settings import (
 from evalrun.integrations.opik.source import SOURCES, Judged, Unit, opik_down, sdk_settings
 from evalrun.rundir.dirs import is_dir_template
 from evalrun.rundir.log import RunLog
+from evalrun.rundir.readers import profile_for
 from evalrun.rundir.redact import SecretValues, redact
 from evalrun.rundir.store import RunLock, RunStore, claim_new_run_dir, remove_if_unused
 
@@ -81,7 +82,7 @@ class OnlineRun:
         self.judge, self.criteria = build_criteria(cfg)
         self.meter = Meter(price=judge_price(cfg, self.judge.model, s.budget_usd))
         self.dest = destination(cfg.tracker, s.project)
-        self.profile = build_profile(cfg.profile, cfg.baseline)
+        self.profile = profile_for(cfg.profile, cfg.baseline)
         resolved = resolved_dict(cfg)
         secrets = SecretValues.collect(resolved)  # scrubbed from everything written
         self.config = redact(resolved, secrets)

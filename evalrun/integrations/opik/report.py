@@ -8,9 +8,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.text import Text
 
-from evalrun.analysis.metrics import JudgedSample, Summary
 from evalrun.console import styled
 from evalrun.integrations.opik.rundir import OnlineState
+from evalrun.models.summary import JudgedSample, Summary
 
 REASON_CHARS = 160
 WORST = 5

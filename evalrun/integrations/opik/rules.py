@@ -243,9 +243,3 @@ def list_rules(cfg: Any, console: Console) -> int:
     where = f" in project {s.project}" if s.project else ""
     console.print(f"{len(rules)} rule(s){where}", highlight=False, soft_wrap=True)
     return 0
-
-
-def rule_command(action: str, overrides: list[str], compose: Any, console: Console) -> int:
-    """`evalrun online rule create|list [overrides]` (`action`: create or list)."""
-    cfg = compose(overrides)
-    return create_rules(cfg, console) if action == "create" else list_rules(cfg, console)

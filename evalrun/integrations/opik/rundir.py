@@ -26,8 +26,9 @@ from pydantic import BaseModel, Field
 
 from evalrun.integrations.opik.criteria import Criterion
 from evalrun.integrations.opik.source import Judged, Unit
+from evalrun.models.plan import PlanFile, PlannedTask, RunKind
 from evalrun.models.records import AgentResult, Outcome, Phases, SampleRecord, Usage
-from evalrun.rundir.log import PLAN_SCHEMA, PlanFile, PlannedTask, RunKind, RunLog, is_run_dir
+from evalrun.rundir.log import PLAN_SCHEMA, RunLog, is_run_dir
 from evalrun.rundir.store import RunStore
 
 ONLINE_FILE = "online.json"

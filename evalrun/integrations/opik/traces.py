@@ -27,8 +27,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from evalrun.analysis.metric_table import headline, metric_interval
-from evalrun.analysis.metrics import Summary
 from evalrun.models.records import Outcome, SampleRecord
+from evalrun.models.summary import Summary
 
 DATASET_ITEM_EPOCH_MS = 1_735_689_600_000  # 2025-01-01T00:00:00Z: dataset item ids carry no time
 REASON_CHARS = 2_000

@@ -27,12 +27,12 @@ from evalrun.extras import require
 from evalrun.integrations.opik.export import ExperimentExport, connect
 from evalrun.integrations.opik.link import OpikDestination, OpikLink, new_link, task_item
 from evalrun.models.records import SampleRecord
-from evalrun.tasks.probes.format import ProbeFormat
+from evalrun.probes.format import ProbeFormat
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from evalrun.analysis.metrics import Summary
+    from evalrun.models.summary import Summary
     from evalrun.run.plan import RunPlan
 
 

@@ -37,10 +37,3 @@ class BoundedBuffer:
     async def drain(self, stream: asyncio.StreamReader) -> None:
         while chunk := await stream.read(1 << 16):
             self.feed(chunk)
-
-
-def tail_text(text: str, limit: int = 4000) -> str:
-    """The last `limit` characters of `text`, marked when cut."""
-    if len(text) <= limit:
-        return text
-    return f"[... {len(text) - limit} chars omitted ...]\n" + text[-limit:]

@@ -22,8 +22,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from evalrun.errors import TaskFormatError
-from evalrun.tasks.harbor.toml import EnvironmentTable, HarborToml, NetworkMode, Phase
 from evalrun.sandbox.base import Network, SandboxSpec, TaskImage, bad_workdir
+from evalrun.tasks.harbor.toml import EnvironmentTable, HarborToml, NetworkMode, Phase
 
 
 def phase_network(phase: Phase | EnvironmentTable) -> Network:

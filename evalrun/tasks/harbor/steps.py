@@ -36,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from evalrun.errors import TaskFormatError
+from evalrun.models.records import AgentResult, Outcome
+from evalrun.sandbox.base import DEFAULT_SPEC, Sandbox, SandboxBackend, SandboxSpec
 from evalrun.tasks.base import Difficulty, Step, TaskSpec, Verdict
 from evalrun.tasks.harbor.task import (
     CONTAINER_TESTS_DIR,
@@ -51,8 +53,6 @@ from evalrun.tasks.harbor.task import (
     run_solution,
 )
 from evalrun.tasks.harbor.toml import StepTable, fill_templates
-from evalrun.models.records import AgentResult, Outcome
-from evalrun.sandbox.base import DEFAULT_SPEC, Sandbox, SandboxBackend, SandboxSpec
 
 
 def load_steps(parent: HarborFormat) -> HarborSteps:

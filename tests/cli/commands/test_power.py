@@ -7,8 +7,8 @@ import io
 import pytest
 from rich.console import Console
 
-from evalrun.analysis.power import power_command
-from evalrun.cli.main import compose_config
+from evalrun.cli.commands.power import power_command
+from evalrun.cli.hydra import compose_config
 from evalrun.errors import UsageError
 from evalrun.run.runner import run
 from tests.report.conftest import make_suite, run_suite
@@ -16,7 +16,7 @@ from tests.report.conftest import make_suite, run_suite
 
 def power(*args: str) -> str:
     out = io.StringIO()
-    assert power_command(list(args), compose_config, Console(file=out, width=300)) == 0
+    assert power_command(list(args), Console(file=out, width=300)) == 0
     return out.getvalue()
 
 
@@ -66,7 +66,7 @@ def test_a_baseline_with_several_trials_measures_the_between_task_variance(make_
 )
 def test_bad_arguments_are_usage_errors(args, message):
     with pytest.raises(UsageError, match=message):
-        power_command(args, compose_config, Console(file=io.StringIO()))
+        power_command(args, Console(file=io.StringIO()))
 
 
 def test_a_dry_run_prints_the_expected_interval_width(make_task, tmp_path):

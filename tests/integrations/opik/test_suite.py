@@ -14,7 +14,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from evalrun.cli.main import compose_config
+from evalrun.cli.hydra import compose_config
 from evalrun.run.runner import run
 from tests.conftest import REPO
 from tests.integrations.opik import test_tracker as test_opik

@@ -19,7 +19,8 @@ import yaml
 from rich.console import Console
 
 from evalrun.analysis.metrics import summarize
-from evalrun.cli.main import compose_config, main
+from evalrun.cli.hydra import compose_config
+from evalrun.cli.main import main
 from evalrun.models.records import Outcome, SampleRecord
 from evalrun.run.plan import build
 from evalrun.run.runner import run

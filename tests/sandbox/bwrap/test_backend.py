@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from hydra.utils import instantiate
 
-from evalrun.cli.main import compose_config
+from evalrun.cli.hydra import compose_config
 from evalrun.errors import SandboxUnavailable, UsageError
 from evalrun.sandbox.bwrap import cgroup
 from evalrun.sandbox.bwrap.backend import BwrapBackend

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from evalrun.cli.main import compose_config
+from evalrun.cli.hydra import compose_config
 from evalrun.errors import SandboxUnavailable, UsageError
 from evalrun.run.plan import build
 from tests.conftest import REPO

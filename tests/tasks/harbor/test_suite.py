@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from evalrun.cli.main import compose_config
+from evalrun.cli.hydra import compose_config
 from evalrun.errors import UsageError
 from evalrun.run.plan import EXIT_UNLOADABLE, build
 from evalrun.tasks.harbor.keys import TASK_TOML, ListOf, unknown_keys

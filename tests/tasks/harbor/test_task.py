@@ -22,7 +22,7 @@ import pytest
 
 from evalrun.agents.noop import NoopAgent
 from evalrun.agents.oracle import OracleAgent
-from evalrun.cli.main import compose_config
+from evalrun.cli.hydra import compose_config
 from evalrun.errors import TaskFormatError, UsageError
 from evalrun.models.records import AgentResult, Outcome, SampleRecord
 from evalrun.run.engine import Limits, execute, run_sample

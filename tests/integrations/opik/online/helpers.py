@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from evalrun.cli.main import compose_config
+from evalrun.cli.hydra import compose_config
 from tests.openai_standin import Received, Reply, answer
 
 LIVE = "support-bot"
