@@ -8,7 +8,41 @@ the run goes on (see `evalrun.models.records`).
 
 from __future__ import annotations
 
+from enum import IntEnum, unique
 from pathlib import Path
+
+
+@unique
+class ExitCode(IntEnum):
+    """Every status evalrun exits with, each defined here once; `MEANING` says what each means
+    (`evalrun --help` lists them from it)."""
+
+    OK = 0
+    FAILED = 1
+    USAGE = 2
+    TOO_MANY_ERRORS = 3
+    UNLOADABLE = 4
+    PARTIAL = 5
+    BUDGET = 6
+    SERVICE_DOWN = 7
+    HUNG_UP = 129
+    INTERRUPTED = 130
+    TERMINATED = 143
+
+
+MEANING = {
+    ExitCode.OK: "done; the gate (if any) held",
+    ExitCode.FAILED: "the gate broke (a run, gate, online); check: a verifier is not honest",
+    ExitCode.USAGE: "a usage error (config, task folder, key, argument): nothing ran",
+    ExitCode.TOO_MANY_ERRORS: "more samples ended in a harness error than max_errors allows",
+    ExitCode.UNLOADABLE: "the run finished, but task folders of the suite could not be loaded",
+    ExitCode.PARTIAL: "gate: the run is partial (--allow-partial gates its recorded cells)",
+    ExitCode.BUDGET: "the run reached budget.run_usd before every sample ran",
+    ExitCode.SERVICE_DOWN: "Opik stopped answering (online, push); what was done is kept",
+    ExitCode.HUNG_UP: "SIGHUP: the terminal went away; the run is partial (resume it)",
+    ExitCode.INTERRUPTED: "Ctrl-C; the run is partial (resume it)",
+    ExitCode.TERMINATED: "SIGTERM (timeout, docker stop, a cancelled CI job); partial",
+}
 
 
 class UsageError(Exception):
@@ -18,7 +52,7 @@ class UsageError(Exception):
     what to do about it (printed as `hint: ...`).
     """
 
-    exit_code = 2
+    exit_code = ExitCode.USAGE
 
     def __init__(self, message: str, hint: str | None = None):
         super().__init__(message)

@@ -52,7 +52,7 @@ from evalrun.analysis.metric_table import (
 )
 from evalrun.analysis.stats import ALPHA, fisher_exact
 from evalrun.console import styled
-from evalrun.errors import UsageError
+from evalrun.errors import ExitCode, UsageError
 from evalrun.models.summary import Estimate
 
 if TYPE_CHECKING:  # the summary's models load with the first summary read, not with a profile
@@ -361,4 +361,4 @@ def print_verdict(profile: ThresholdProfile, summary: Summary, console: Console)
         console.print(
             styled("[green]gate ({}): all {} checked thresholds hold[/]", profile.name, checked)
         )
-    return 1 if breaches else 0
+    return ExitCode.FAILED if breaches else ExitCode.OK

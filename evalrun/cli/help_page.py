@@ -16,12 +16,13 @@ import string
 from omegaconf import DictConfig, OmegaConf
 
 from evalrun.config.usage import default_first, group_options, option_folders
+from evalrun.errors import MEANING
 
 
 def help_text(cfg: DictConfig) -> str:
     """The page for a config composed with its hydra node (`return_hydra_config=True`): its
-    `hydra.help.template` with the groups and the config filled in (Hydra's own flags help and
-    Hydra's groups are `--hydra-help`'s)."""
+    `hydra.help.template` with the groups and the config filled in, then the exit codes
+    (Hydra's own flags help and Hydra's groups are `--hydra-help`'s)."""
     chosen = dict(cfg.hydra.runtime.choices)
     groups = "\n".join(
         f"{g}: {', '.join(default_first(names, chosen.get(g)))}"
@@ -34,4 +35,5 @@ def help_text(cfg: DictConfig) -> str:
         FLAGS_HELP="(see evalrun --hydra-help)",
         CONFIG=OmegaConf.to_yaml(shown),
     )
-    return page.rstrip("\n")
+    codes = "\n".join(f"{code:>3} {code.name.lower():<16} {said}" for code, said in MEANING.items())
+    return f"{page.rstrip()}\n\n== Exit codes ==\n{codes}"

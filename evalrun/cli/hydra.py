@@ -22,7 +22,7 @@ from evalrun.cli.usage import print_error
 from evalrun.config.project import locate_config
 from evalrun.config.schema import CONF_DIR, register_configs
 from evalrun.console import make_console
-from evalrun.errors import UsageError
+from evalrun.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
     from hydra.types import RunMode
@@ -171,7 +171,7 @@ def _help(overrides: list[str]) -> int:
 
     cfg = compose_config(overrides, return_hydra_config=True)
     make_console(soft_wrap=True).print(help_text(cfg))
-    return 0
+    return ExitCode.OK
 
 
 def run_hydra(args: list[str], commands: Iterable[str]) -> int:

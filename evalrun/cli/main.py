@@ -29,7 +29,7 @@ from evalrun.cli.commands import (
 from evalrun.cli.hydra import expand_resume, open_mapping_overrides, run_hydra
 from evalrun.cli.usage import print_error
 from evalrun.console import make_console
-from evalrun.errors import UsageError
+from evalrun.errors import ExitCode, UsageError
 from evalrun.extras import require
 
 COMMANDS: dict[str, Callable[[list[str], Console], int]] = {
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> None:
         from evalrun.cli.install import version_text
 
         print(version_text())
-        sys.exit(0)
+        sys.exit(ExitCode.OK)
     try:
         if not (args and args[0] in COMMANDS):  # a subcommand reads its own resume= (online)
             args = expand_resume(args)

@@ -25,6 +25,7 @@ from rich.table import Table
 from rich.text import Text
 
 from evalrun.console import styled
+from evalrun.errors import ExitCode
 from evalrun.extras import require
 from evalrun.honesty.tamper import ATTACKS, DEFENDERS, TamperAgent
 from evalrun.models.records import Outcome, SampleRecord
@@ -150,9 +151,9 @@ def run_check(plan: RunPlan, console: Console, defended_by: Sequence[str] = DEFE
         console.print(
             styled("[red]{} dishonest or gameable probe(s):[/]", len(flagged)), ", ".join(flagged)
         )
-        return 1
+        return ExitCode.FAILED
     console.print(
         styled("[green]all {} probes honest[/]:", len(plan.tasks)),
         "every good run meets every expectation, every bad run breaks one",
     )
-    return 0
+    return ExitCode.OK

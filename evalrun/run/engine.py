@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from evalrun.agents.base import Agent
 from evalrun.config.schema import EvalConfig, TimeoutsConf
-from evalrun.errors import HarnessError, SandboxError
+from evalrun.errors import ExitCode, HarnessError, SandboxError
 from evalrun.models.records import AgentResult, CellKey, Outcome, Phases, SampleRecord, writable
 from evalrun.models.writable import tail_text
 from evalrun.retry import async_retrying
@@ -265,13 +265,10 @@ async def execute(
     return stopped
 
 
-EXIT_HUNG_UP = 129  # 128 + SIGHUP: the terminal went away
-EXIT_INTERRUPTED = 130  # 128 + SIGINT: Ctrl-C
-EXIT_TERMINATED = 143  # 128 + SIGTERM: timeout, docker stop, a cancelled CI job, systemd, k8s
 STOP_SIGNALS = {
-    signal.SIGINT: EXIT_INTERRUPTED,
-    signal.SIGTERM: EXIT_TERMINATED,
-    signal.SIGHUP: EXIT_HUNG_UP,
+    signal.SIGINT: ExitCode.INTERRUPTED,
+    signal.SIGTERM: ExitCode.TERMINATED,
+    signal.SIGHUP: ExitCode.HUNG_UP,
 }
 """The signals that end a run the way Ctrl-C does, and the status each exits with (128 + n)."""
 

@@ -50,7 +50,6 @@ BUNDLED_TASKS = TASKS_DIR
 BUNDLED_PROBES = PROBES_DIR
 CANNOT_LOAD = "cannot load"
 CANNOT_RUN = "cannot run"
-EXIT_UNLOADABLE = 4  # the run finished, but task folders of the suite could not be loaded
 
 
 # --- trackers: sinks for a run's records beside the local store (`tracker=<name>`) -----------
@@ -98,7 +97,7 @@ class RunPlan:
     profile: ThresholdProfile = field(repr=False)
     judge: Judge = field(repr=False, default_factory=NoJudge)
     suite: str = "tasks"  # or "probes"
-    max_errors: int = 0  # more harness errors than this: the run exits EXIT_ERRORS
+    max_errors: int = 0  # more harness errors than this: the run exits ExitCode.TOO_MANY_ERRORS
     skipped: tuple[SkippedEntry, ...] = ()
     warnings: tuple[str, ...] = ()
     secrets: SecretValues = field(repr=False, default_factory=SecretValues)

@@ -19,11 +19,10 @@ from evalrun.agents.base import RunScope
 from evalrun.analysis.configdiff import NOT_RESULT_RELEVANT, diff
 from evalrun.analysis.gate import print_verdict
 from evalrun.console import make_console, styled
-from evalrun.errors import UsageError
+from evalrun.errors import ExitCode, UsageError
 from evalrun.models.records import SampleRecord
 from evalrun.run.engine import STOP_SIGNALS, execute, exit_now, stopped_by
 from evalrun.run.plan import (
-    EXIT_UNLOADABLE,
     RunPlan,
     build,
     cell_key,
@@ -34,9 +33,6 @@ from evalrun.run.plan import (
 from evalrun.rundir.redact import MIN_SCRUB_CHARS
 from evalrun.rundir.store import RunLock, RunStore, claim_new_run_dir, remove_if_unused
 from evalrun.sandbox.base import SandboxBackend
-
-EXIT_ERRORS = 3  # more samples ended in a harness error than `max_errors` allows
-EXIT_BUDGET = 6  # the run reached budget.run_usd before every sample ran (5 is gate's)
 
 
 def print_plan(plan: RunPlan, console: Console) -> None:
@@ -88,11 +84,11 @@ def resume_command(run_dir: Path) -> str:
 
 
 def run(cfg: DictConfig, console: Console | None = None, overrides: list[str] | None = None) -> int:
-    """Run the composed config; return the exit code: 0; 1 when the gate breaks; 3
-    (`EXIT_ERRORS`) when more samples than `max_errors` ended in a harness error; 4 when the run
-    finished but task folders of the suite could not be loaded (they were skipped); 6
-    (`EXIT_BUDGET`) when the run reached `budget.run_usd` and started no further sample; 130
-    when interrupted by Ctrl-C, 143 by SIGTERM, 129 by SIGHUP (`STOP_SIGNALS`; the run is
+    """Run the composed config; return its `ExitCode`: OK; FAILED when the gate breaks;
+    TOO_MANY_ERRORS when more samples than `max_errors` ended in a harness error; UNLOADABLE
+    when the run finished but task folders of the suite could not be loaded (they were skipped);
+    BUDGET when the run reached `budget.run_usd` and started no further sample; INTERRUPTED,
+    TERMINATED or HUNG_UP when stopped by Ctrl-C, SIGTERM or SIGHUP (`STOP_SIGNALS`; the run is
     partial). `overrides` are the command-line overrides, kept (redacted) so a resume can replay
     them. The run directory is locked for the whole run: a second writer is refused.
 
@@ -105,7 +101,7 @@ def run(cfg: DictConfig, console: Console | None = None, overrides: list[str] | 
         print_plan(plan, console)
         say_skipped(plan.skipped, console)
         console.print("dry run: nothing was run")
-        return EXIT_UNLOADABLE if plan.unloadable else 0
+        return ExitCode.UNLOADABLE if plan.unloadable else ExitCode.OK
     claimed = plan.new_dir  # a template run_dir outside Hydra (which claims its own)
     if claimed:
         plan = with_run_dir(plan, claim_new_run_dir(plan.run_dir))
@@ -241,7 +237,7 @@ def _execute_and_report(
             f"resume: {resume_command(plan.run_dir)}",
             soft_wrap=True,
         )
-        return EXIT_BUDGET
+        return ExitCode.BUDGET
     state = summary.state
     if state is not None and not state.complete:
         console.print(
@@ -261,7 +257,7 @@ def _execute_and_report(
             f"{summary.samples} of {len(plan.cells)} samples ran; raise budget.run_usd and "
             f"resume: {resume_command(plan.run_dir)}",
         )
-        return EXIT_BUDGET
+        return ExitCode.BUDGET
     verdict = print_verdict(plan.profile, summary, console)
     if summary.errors > plan.max_errors:
         console.print(
@@ -274,5 +270,5 @@ def _execute_and_report(
                 plan.max_errors,
             )
         )
-        return EXIT_ERRORS
-    return verdict or (EXIT_UNLOADABLE if plan.unloadable else 0)
+        return ExitCode.TOO_MANY_ERRORS
+    return verdict or (ExitCode.UNLOADABLE if plan.unloadable else ExitCode.OK)

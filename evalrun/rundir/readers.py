@@ -16,7 +16,7 @@ from omegaconf import OmegaConf
 from evalrun.analysis.diff import RunSide
 from evalrun.analysis.gate import Baseline, ThresholdProfile, build_profile
 from evalrun.analysis.sweep import SWEEP_FILE, Job, summarize_sweep
-from evalrun.errors import UsageError
+from evalrun.errors import ExitCode, UsageError
 from evalrun.models.summary import Summary
 from evalrun.rundir.log import RunLog, read_summary, sweep_jobs
 
@@ -79,6 +79,7 @@ def _gate(run: RunLog, summary: Summary) -> dict[str, Any]:
     try:
         profile = profile_for(OmegaConf.create(profile_cfg), run.config.get("baseline"))
     except UsageError as exc:
-        return {"profile": profile_cfg.get("name"), "error": str(exc), "exit_code": 2}
+        return {"profile": profile_cfg.get("name"), "error": str(exc), "exit_code": ExitCode.USAGE}
     breaches = [str(b) for b in profile.check(summary)]
-    return {"profile": profile.name, "breaches": breaches, "exit_code": 1 if breaches else 0}
+    code = ExitCode.FAILED if breaches else ExitCode.OK
+    return {"profile": profile.name, "breaches": breaches, "exit_code": code}

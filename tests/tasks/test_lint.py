@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from evalrun.errors import TaskFormatError
-from evalrun.run.plan import EXIT_UNLOADABLE
+from evalrun.errors import ExitCode
 from evalrun.tasks import lint
 from evalrun.tasks.loader import load_task, scan_suite
 from evalrun.probes.format import load_probes
@@ -300,7 +300,7 @@ def test_the_run_skips_the_broken_task_runs_the_others_and_exits_4(make_task, tm
     broken = make_task("002-broken", files={"verify/verify.sh": BAD_BASH})
     run_dir = tmp_path / "run"
     proc = evalrun(f"tasks_dir={broken.parent}", f"run_dir={run_dir}", "agent=oracle")
-    assert proc.returncode == EXIT_UNLOADABLE, proc.stderr
+    assert proc.returncode == ExitCode.UNLOADABLE, proc.stderr
     reason = f"{broken}/verify/verify.sh:4: syntax error near unexpected token 'fi'"
     assert f"skipped 002-broken (cannot load): {reason}" in proc.stderr
     summary = json.loads((run_dir / "summary.json").read_text())
@@ -309,5 +309,5 @@ def test_the_run_skips_the_broken_task_runs_the_others_and_exits_4(make_task, tm
     assert [(r["task_id"], r["outcome"]) for r in records] == [("001-answer", "pass")]
 
     check = evalrun("check", f"tasks_dir={broken.parent}")
-    assert check.returncode == EXIT_UNLOADABLE, check.stdout + check.stderr
+    assert check.returncode == ExitCode.UNLOADABLE, check.stdout + check.stderr
     assert f"002-broken cannot load: {reason}" in check.stdout

@@ -14,6 +14,7 @@ from rich.console import Console
 
 from evalrun.cli.arguments import CommandParser
 from evalrun.cli.hydra import compose_config
+from evalrun.errors import ExitCode
 
 
 def parser() -> CommandParser:
@@ -42,7 +43,7 @@ def agents_command(args: list[str], console: Console) -> int:
             info = describe(target)
             state = f"installed, {info.get('bytes', 0) / 1e6:.0f} MB" if info else "not installed"
             console.print(f"  {name:<16} {agent.version:<10} {state}", highlight=False)
-        return 0
+        return ExitCode.OK
     if not options.names:
         arguments.error(f"install: name at least one preset ({', '.join(preset_names())})")
     for name in options.names:
@@ -56,4 +57,4 @@ def agents_command(args: list[str], console: Console) -> int:
             "install)",
             highlight=False,
         )
-    return 0
+    return ExitCode.OK

@@ -11,6 +11,7 @@ from rich.console import Console
 from evalrun.cli.arguments import CommandParser
 from evalrun.cli.hydra import compose_config
 from evalrun.console import styled
+from evalrun.errors import ExitCode
 
 
 def check_command(args: list[str], console: Console) -> int:
@@ -29,7 +30,7 @@ def check_command(args: list[str], console: Console) -> int:
     from evalrun.honesty.check import check_tasks, report
     from evalrun.honesty.tamper import DEFENDERS
     from evalrun.run.engine import cancelled_on_stop
-    from evalrun.run.plan import EXIT_UNLOADABLE, build
+    from evalrun.run.plan import build
 
     parser = CommandParser(
         "check",
@@ -69,7 +70,7 @@ def check_command(args: list[str], console: Console) -> int:
         if ids:
             console.print(styled("[red]{} {} oracle(s):[/]", len(ids), kind), ", ".join(ids))
     if verdicts.dishonest or verdicts.gameable:
-        return 1
+        return ExitCode.FAILED
     if plan.unloadable:
         console.print(
             styled(
@@ -78,6 +79,6 @@ def check_command(args: list[str], console: Console) -> int:
                 len(plan.unloadable),
             )
         )
-        return EXIT_UNLOADABLE
+        return ExitCode.UNLOADABLE
     console.print(styled("[green]all {} oracles honest[/]", len(plan.tasks)))
-    return 0
+    return ExitCode.OK

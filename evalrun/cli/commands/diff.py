@@ -14,6 +14,7 @@ from rich.console import Console
 
 from evalrun.cli.arguments import CommandParser
 from evalrun.console import make_console
+from evalrun.errors import ExitCode
 
 
 def diff_command(args: list[str], console: Console) -> int:
@@ -42,4 +43,4 @@ def diff_command(args: list[str], console: Console) -> int:
         Path(html).write_text(render_diff_html(result, Path(html).parent), encoding="utf-8")
         if not as_json:
             console.print(f"html: {html}", highlight=False)
-    return 0
+    return ExitCode.OK

@@ -13,9 +13,7 @@ from evalrun.cli.arguments import CommandParser
 from evalrun.cli.hydra import compose_config
 from evalrun.config.usage import BOUND_EXAMPLE
 from evalrun.console import styled
-from evalrun.errors import UsageError
-
-EXIT_PARTIAL = 5  # `evalrun gate` refused a partial run (--allow-partial gates it anyway)
+from evalrun.errors import ExitCode, UsageError
 
 
 def _profile_names() -> list[str]:
@@ -33,7 +31,7 @@ def gate_command(args: list[str], console: Console) -> int:
 
     Gates a run that has ended from its summary without running anything. A profile with no
     threshold is a usage error (exit 2: nothing would be checked); a partial run is refused
-    with `EXIT_PARTIAL` unless `--allow-partial`.
+    with `ExitCode.PARTIAL` unless `--allow-partial`.
     """
     from evalrun.analysis.gate import print_verdict
     from evalrun.rundir.log import read_summary
@@ -72,7 +70,7 @@ def gate_command(args: list[str], console: Console) -> int:
                 "(or pass --allow-partial to gate the recorded cells only)",
                 soft_wrap=True,
             )
-            return EXIT_PARTIAL
+            return ExitCode.PARTIAL
         console.print(
             styled("[yellow]gating a partial run (--allow-partial):[/]"),
             state.describe(),

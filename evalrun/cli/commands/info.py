@@ -13,6 +13,7 @@ from evalrun.cli.arguments import CommandParser
 from evalrun.cli.hydra import compose_config
 from evalrun.config.project import ConfigLocation, group_origins, locate_config, search_path
 from evalrun.console import make_console
+from evalrun.errors import ExitCode
 
 
 def info_command(args: list[str], console: Console) -> int:
@@ -24,7 +25,7 @@ def info_command(args: list[str], console: Console) -> int:
     )
     overrides = parser.parse(args).overrides
     render_info(compose_config(overrides, return_hydra_config=True), locate_config(), console)
-    return 0
+    return ExitCode.OK
 
 
 def render_info(cfg: Any, where: ConfigLocation, console: Console) -> None:

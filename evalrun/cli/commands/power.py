@@ -27,6 +27,7 @@ from rich.table import Table
 from evalrun.cli.arguments import CommandParser
 from evalrun.cli.hydra import compose_config
 from evalrun.console import styled
+from evalrun.errors import ExitCode
 
 if TYPE_CHECKING:  # the statistics load with the command, not with every `evalrun`
     from evalrun.analysis.stats import Variance
@@ -211,4 +212,4 @@ def power_command(args: list[str], console: Console) -> int:
         highlight=False,
     )
     report(variance, tasks, trials, options, console)
-    return 0
+    return ExitCode.OK

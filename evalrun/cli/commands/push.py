@@ -13,7 +13,7 @@ from rich.console import Console
 from evalrun.cli.arguments import CommandParser
 from evalrun.cli.hydra import compose_config
 from evalrun.console import styled
-from evalrun.errors import UsageError
+from evalrun.errors import ExitCode, UsageError
 
 
 def push_command(args: list[str], console: Console) -> int:
@@ -44,8 +44,8 @@ def push_command(args: list[str], console: Console) -> int:
     )
     if result.problem:
         console.print(styled("[yellow]opik:[/]"), f"{result.problem}; push again to retry")
-        return 1
-    return 0
+        return ExitCode.SERVICE_DOWN
+    return ExitCode.OK
 
 
 def sync_command(args: list[str], console: Console) -> int:
@@ -77,4 +77,4 @@ def sync_command(args: list[str], console: Console) -> int:
             f"in project {result.project} (unchanged items are not sent again)",
             highlight=False,
         )
-    return 0
+    return ExitCode.OK

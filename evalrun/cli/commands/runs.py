@@ -15,7 +15,7 @@ from rich.console import Console
 
 from evalrun.cli.arguments import CommandParser
 from evalrun.console import styled
-from evalrun.errors import UsageError
+from evalrun.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
     from evalrun.report.rundata import RunFiles
@@ -47,9 +47,9 @@ def ls_command(args: list[str], console: Console) -> int:
     rows = list_runs(root)
     if not rows:
         console.print(f"no runs in {root}")
-        return 0
+        return ExitCode.OK
     console.print(runs_table(rows, root))
-    return 0
+    return ExitCode.OK
 
 
 def show_command(args: list[str], console: Console) -> int:
@@ -68,7 +68,7 @@ def show_command(args: list[str], console: Console) -> int:
     render(run.summary, run.run_dir, console, run.records)
     for task in run.skipped:
         console.print(styled("[yellow]skipped[/] {} ({}):", task.id, task.kind), task.reason)
-    return 0
+    return ExitCode.OK
 
 
 def show_task(run: RunFiles, task_id: str, console: Console) -> int:
@@ -83,7 +83,7 @@ def show_task(run: RunFiles, task_id: str, console: Console) -> int:
             known = ", ".join(t.id for t in run.plan.tasks)
             raise UsageError(f"{run.run_dir}: no task {task_id!r} in this run (tasks: {known})")
         console.print(f"{task_id}: did not run ({skipped.kind}): {skipped.reason}")
-        return 0
+        return ExitCode.OK
     console.print(styled("[bold]{}[/]", task_id))
     shown = {"format": entry.format or "", "difficulty": entry.difficulty, "tags": entry.tags}
     for key, value in {**shown, "fingerprint": entry.fingerprint}.items():
@@ -122,7 +122,7 @@ def show_task(run: RunFiles, task_id: str, console: Console) -> int:
         for key, value in fields.items():
             console.print(f"    {key:<{width}}  {json.dumps(value, ensure_ascii=False)}")
     print_reasons(records, console)
-    return 0
+    return ExitCode.OK
 
 
 def report_command(args: list[str], console: Console) -> int:
@@ -135,4 +135,4 @@ def report_command(args: list[str], console: Console) -> int:
     )
     for path in rerender(parser.parse(args).run_dir.expanduser()):  # takes the writer lock
         console.print(str(path), highlight=False, soft_wrap=True)
-    return 0
+    return ExitCode.OK

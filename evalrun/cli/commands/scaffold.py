@@ -12,6 +12,7 @@ from rich.console import Console
 from evalrun.cli.arguments import CommandParser
 from evalrun.cli.hydra import compose_config
 from evalrun.cli.scaffold import init_project, new_task
+from evalrun.errors import ExitCode
 
 TASK_PARTS = (
     ("task.yaml", "the prompt (what the agent is asked), difficulty, tags"),
@@ -59,7 +60,7 @@ def init_command(args: list[str], console: Console) -> int:
     console.print("next:" if here else f"next, from there (cd {shlex.quote(str(target))}):")
     for command, what in steps:
         console.print(f"  {command:<24} {what}", highlight=False, markup=False)
-    return 0
+    return ExitCode.OK
 
 
 def new_task_command(args: list[str], console: Console) -> int:
@@ -93,4 +94,4 @@ def new_task_command(args: list[str], console: Console) -> int:
         highlight=False,
         markup=False,
     )
-    return 0
+    return ExitCode.OK

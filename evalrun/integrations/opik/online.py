@@ -34,7 +34,7 @@ from rich.console import Console
 from evalrun.analysis.gate import print_verdict
 from evalrun.config.schema import resolved_dict
 from evalrun.console import make_console, styled
-from evalrun.errors import UsageError
+from evalrun.errors import ExitCode, UsageError
 from evalrun.integrations.opik.conversation import Meter
 from evalrun.integrations.opik.criteria import Criterion
 from evalrun.integrations.opik.export import OpikUnavailable, connect
@@ -59,9 +59,6 @@ from evalrun.rundir.log import RunLog
 from evalrun.rundir.readers import profile_for
 from evalrun.rundir.redact import SecretValues, redact
 from evalrun.rundir.store import RunLock, RunStore, claim_new_run_dir, remove_if_unused
-
-EXIT_OPIK_DOWN = 2
-EXIT_INTERRUPTED = 130
 
 
 @dataclass
@@ -299,9 +296,9 @@ class OnlineRun:
                 f"({len(self.state.undelivered)} not yet sent). Finish it with: "
                 f"evalrun online resume={self.s.run_dir}",
             )
-            return EXIT_OPIK_DOWN
+            return ExitCode.SERVICE_DOWN
         verdict = print_verdict(self.profile, summary, self.console)
-        return EXIT_INTERRUPTED if self.state.stopped == "interrupted" else verdict
+        return ExitCode.INTERRUPTED if self.state.stopped == "interrupted" else verdict
 
 
 def run_online(cfg: DictConfig, console: Console, overrides: list[str] | None = None) -> int:

@@ -24,7 +24,8 @@ import pytest
 
 from evalrun.cli.hydra import compose_config
 from evalrun.errors import UsageError
-from evalrun.run.plan import EXIT_UNLOADABLE, build
+from evalrun.errors import ExitCode
+from evalrun.run.plan import build
 from evalrun.tasks.harbor.keys import TASK_TOML, ListOf, unknown_keys
 from evalrun.tasks.loader import scan_suite
 from tests.conftest import REPO, require_engine
@@ -207,7 +208,7 @@ def run_suite(
 
 
 def assert_completed_with_skips(proc: subprocess.CompletedProcess, run_dir: Path) -> dict:
-    assert proc.returncode == EXIT_UNLOADABLE, proc.stderr
+    assert proc.returncode == ExitCode.UNLOADABLE, proc.stderr
     for warning in scan_suite(SUITE).warnings:  # each unknown key named once, file and key
         assert proc.stderr.count(warning.replace(str(REPO), str(REPO))) == 1, warning
     assert "skipped broken (cannot load):" in proc.stderr

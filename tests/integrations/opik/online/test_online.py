@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from evalrun.cli.main import main
+from evalrun.errors import ExitCode
 from evalrun.integrations.opik.criteria import MARKER
 from tests.conftest import REPO
 from tests.integrations.opik.online.helpers import (
@@ -265,7 +266,7 @@ def test_opik_down_mid_run_keeps_the_judgements_and_resume_sends_them(
     code = cli("online", *online_overrides(model.base_url, run_dir))
     err = capsys.readouterr().err
 
-    assert code == 2
+    assert code == ExitCode.SERVICE_DOWN == 7  # not 2: nothing was wrong with the command
     assert err.count("error:") == 1 and "Opik stopped answering" in err
     assert f"evalrun online resume={run_dir}" in err
     judged = samples(run_dir)
