@@ -28,7 +28,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from evalrun.models.plan import PlanFile, PlannedTask
+from evalrun.models.plan import PlanFile, PlannedTask, RunKind
 from evalrun.models.records import AgentResult, Outcome, SampleRecord, ToolCall
 from evalrun.rundir.log import RunLog
 from evalrun.rundir.redact import SecretValues
@@ -155,7 +155,16 @@ def state_cost(root: Path) -> None:
     store = RunStore(run_dir)
     store.write_config({})
     tasks_in_plan = [PlannedTask(id=f"{t:04d}", fingerprint="f") for t in range(tasks)]
-    store.write_plan(PlanFile(run_id="big", tasks_dir="tasks", trials=trials, tasks=tasks_in_plan))
+    store.write_plan(
+        PlanFile(
+            schema_version=1,
+            kind=RunKind.tasks,
+            run_id="big",
+            tasks_dir="tasks",
+            trials=trials,
+            tasks=tasks_in_plan,
+        )
+    )
     line = SampleRecord(
         run_id="b",
         task_id="0000",

@@ -17,7 +17,7 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from evalrun.models.plan import PlanFile, PlannedTask
+from evalrun.models.plan import PlanFile, PlannedTask, RunKind
 from evalrun.models.records import AgentResult, Outcome, Phases, SampleRecord, ToolCall, Usage
 from evalrun.rundir.log import RunLog
 from evalrun.rundir.store import RunStore
@@ -76,7 +76,16 @@ def write_run(run_dir: Path, tasks: int, trials: int) -> dict[str, dict]:
         PlannedTask(id=task_id, fingerprint="f" * 64, difficulty=m["difficulty"], tags=m["tags"])
         for task_id, m in meta.items()
     ]
-    store.write_plan(PlanFile(run_id="bench", tasks_dir="tasks", trials=trials, tasks=planned))
+    store.write_plan(
+        PlanFile(
+            schema_version=1,
+            kind=RunKind.tasks,
+            run_id="bench",
+            tasks_dir="tasks",
+            trials=trials,
+            tasks=planned,
+        )
+    )
     return meta
 
 

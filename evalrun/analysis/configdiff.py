@@ -59,22 +59,9 @@ class ConfigDiff:
         }
 
 
-# Classes that moved to another module: a config recorded before the move names the old path.
-# It is read as the new one, so a resume or a diff across the move sees no change.
-MOVED_TARGETS = {
-    "evalrun.run.judges.GEvalJudge": "evalrun.integrations.opik.geval.GEvalJudge",
-    "evalrun.trackers.opik.OpikTracker": "evalrun.integrations.opik.tracker.OpikTracker",
-}
-
-
-def _current(flat: dict[str, Any]) -> dict[str, Any]:
-    moved = {k: v for k, v in flat.items() if k.endswith("_target_") and v in MOVED_TARGETS}
-    return {**flat, **{k: MOVED_TARGETS[v] for k, v in moved.items()}}
-
-
 def diff(a: dict[str, Any], b: dict[str, Any], ignore: tuple[str, ...] = ()) -> ConfigDiff:
     """What changed from `a` to `b`, skipping keys equal to or under any `ignore` prefix."""
-    fa, fb = _current(flatten(a)), _current(flatten(b))
+    fa, fb = flatten(a), flatten(b)
 
     def kept(key: str) -> bool:
         return not any(key == p or key.startswith(p + ".") for p in ignore)

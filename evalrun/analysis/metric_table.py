@@ -22,10 +22,6 @@ judge:<name>         macro mean over tasks of the LLM judge's mean score (0-1)  
 pass@K and pass^K may be scoped: `tag:<tag>:pass@1`, `difficulty:<d>:pass^k`, `task:<id>:pass@3`.
 pass metrics (suite, tag, difficulty) and judge means carry a 95% interval
 (`evalrun.analysis.stats`).
-
-Names used before this table, still read with one warning each: `cost_per_success_usd` and
-`cost.per_success_usd` (now `cost_per_success`), `cost.total_usd` and `cost_usd` (`cost_total`),
-`latency.agent.mean_s` (`mean_agent_s`), `latency.agent.p95_s` (`p95_agent_s`).
 """
 
 from __future__ import annotations
@@ -35,7 +31,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from evalrun.console import make_console, styled
 from evalrun.models.summary import PASS_AT, PASS_HAT, PHASES, pass_metric
 
 if TYPE_CHECKING:  # the summary's models are built when a summary is read, not at start-up
@@ -86,20 +81,11 @@ FIXED: dict[str, Metric] = {
         *(_latency(phase, stat) for phase in PHASES for stat in ("mean", "p50", "p95")),
     ]
 }
-ALIASES = {
-    "cost_per_success_usd": "cost_per_success",
-    "cost.per_success_usd": "cost_per_success",
-    "cost.total_usd": "cost_total",
-    "cost_usd": "cost_total",
-    "latency.agent.mean_s": "mean_agent_s",
-    "latency.agent.p95_s": "p95_agent_s",
-}
 JUDGE = "judge"
 
 _PASS = re.compile(r"^(pass[@^])(\d+|k)$")
 _SCOPED = re.compile(r"^(tag|difficulty|task):([^:]+):(.+)$")
 _JUDGE = re.compile(r"^judge:(.+)$")  # a score name may hold ":" (expect:<name>)
-_warned: set[str] = set()
 
 
 @dataclass(frozen=True)
@@ -132,16 +118,7 @@ def _fixed_names() -> str:
 
 
 def parse_metric(name: str) -> MetricRef:
-    """Parse a metric name; `ValueError` saying what is expected when it is not one. An old
-    name (`ALIASES`) is read as the new one, with one warning per process."""
-    if name in ALIASES:
-        new = ALIASES[name]
-        if name not in _warned:
-            _warned.add(name)
-            make_console(stderr=True, soft_wrap=True).print(
-                styled("[yellow]warning:[/] metric {} is now called {}", name, new)
-            )
-        return MetricRef(name, new)
+    """Parse a metric name; `ValueError` saying what is expected when it is not one."""
     judge = _JUDGE.match(name)
     if judge:
         return MetricRef(name, JUDGE, label=judge.group(1))

@@ -32,7 +32,7 @@ class PlannedTask(BaseModel):
     difficulty: str = "unknown"
     tags: list[str] = Field(default_factory=list)
     format: str | None = None
-    prompt: str | None = None  # what the agent was given (None in runs that predate it)
+    prompt: str | None = None  # what the agent was given (None: an online run's thread)
     fields: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -42,8 +42,8 @@ class PlanFile(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    schema_version: int = 1
-    kind: RunKind | None = None  # None: a version-1 offline plan (see `RunLog.kind`)
+    schema_version: int
+    kind: RunKind
     run_id: str
     run_dir: str | None = None
     tasks_dir: str

@@ -239,7 +239,7 @@ class SampleRecord(BaseModel):
     finished_at: float
     scores: dict[str, float | None] = Field(default_factory=dict)  # judge name -> 0-1; None: failed
     judge_reasons: dict[str, str] = Field(default_factory=dict)  # judge name -> its reason
-    workspace_diff: WorkspaceDiff | None = None  # None: not recorded (older runs, harness error)
+    workspace_diff: WorkspaceDiff | None = None  # None: not recorded (a harness error)
 
     @property
     def key(self) -> CellKey:

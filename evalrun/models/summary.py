@@ -79,8 +79,7 @@ class GroupStats(BaseModel):
     pass_hat: dict[int, float | None]
     flaky_tasks: int
     # metric name (`pass_metric`) -> its estimate, standard error and 95% interval; a metric
-    # that is undefined for every task of the group has no entry (summaries written before
-    # intervals existed have none at all)
+    # that is undefined for every task of the group has no entry
     intervals: dict[str, Estimate] = Field(default_factory=dict)
 
     def interval(self, base: str, k: int) -> Estimate | None:
@@ -145,10 +144,8 @@ class Summary(BaseModel):
     cost: CostStats
     error_samples: list[SampleError] = Field(default_factory=list)
     judges: dict[str, JudgeStats] = Field(default_factory=dict)
-    # complete, or partial N/M with the missing cells (`evalrun.models.records.run_state`); None
-    # only in
-    # a summary.json written before evalrun recorded it
+    # complete, or partial N/M with the missing cells (`evalrun.models.records.run_state`),
+    # filled by `RunLog`, which reads the plan; None in a summary computed from records alone
     state: RunState | None = None
-    # the suite's tasks that did not run, as plan.json lists them (filled by `RunLog`, which
-    # reads the plan; [] in a summary.json written before evalrun recorded it)
+    # the suite's tasks that did not run, as plan.json lists them (filled by `RunLog` likewise)
     skipped: list[SkippedEntry] = Field(default_factory=list)

@@ -16,10 +16,8 @@ summary.json   Summary (docs/summary-schema.md); recomputed from the records whe
                the skipped tasks as plan.json lists them
 ```
 
-Versions. plan.json and summary.json carry `schema_version`; a file without one is version 1
-(as written before plan.json carried it). A version above the one this evalrun reads is refused
-with a `UsageError` that says to upgrade, never misread. `kind` is absent from a version-1 offline
-plan: it is read from the config (`suite: probes` is a probe run, else a task run).
+Versions. plan.json and summary.json carry `schema_version`. A version above the one this
+evalrun reads is refused with a `UsageError` that says to upgrade, never misread.
 
 Every mistake is a `UsageError` naming the file and what was expected: a folder that is not a
 run, a file that is not readable JSON / YAML or does not match its schema.
@@ -113,9 +111,7 @@ class RunLog(BaseModel):
     # --- what the run is ----------------------------------------------------------------------
     @property
     def kind(self) -> RunKind:
-        if self.plan.kind is not None:
-            return self.plan.kind
-        return RunKind.probes if self.config.get("suite") == "probes" else RunKind.tasks
+        return self.plan.kind
 
     @property
     def ended(self) -> bool:
@@ -181,7 +177,7 @@ class RunLog(BaseModel):
 
     def summary(self, records: list[SampleRecord] | list[SampleDigest] | None = None) -> Summary:
         """summary.json with the state as the files tell it now and the skipped tasks as plan.json
-        lists them (also for a summary.json written before it listed them); recomputed from the
+        lists them; recomputed from the
         records when it is missing or stale (a resume recorded more samples since it was
         written)."""
         if self._summary is not None:
@@ -297,7 +293,7 @@ def _read_model(path: Path, model: type[M], newest: int) -> M:
         raise UsageError(f"{path}: not readable JSON ({exc})") from exc
     if not isinstance(data, dict):
         raise UsageError(f"{path}: expected a JSON object")
-    version = data.get("schema_version", 1)
+    version = data.get("schema_version")
     if isinstance(version, int) and version > newest:
         raise UsageError(
             f"{path}: written by a newer evalrun (schema version {version}; this evalrun reads "

@@ -70,20 +70,6 @@ def test_diff_sweep_and_opik_call_each_metric_by_the_tables_name(summary):
         assert parse_metric(name).base == name
 
 
-def test_an_old_name_still_gates_with_one_warning(summary, capsys):
-    profile = ThresholdProfile(
-        "p", ceilings={"cost_per_success_usd": 0.1, "latency.agent.p95_s": 1}
-    )
-    assert [b.metric for b in profile.check(summary)] == [
-        "cost_per_success_usd",
-        "latency.agent.p95_s",
-    ]
-    ThresholdProfile("p", ceilings={"cost_per_success_usd": 0.1})
-    err = capsys.readouterr().err
-    assert err.count("metric cost_per_success_usd is now called cost_per_success") == 1
-    assert "metric latency.agent.p95_s is now called p95_agent_s" in err
-
-
 def test_a_latency_or_rate_from_the_table_can_be_gated(summary):
     profile = ThresholdProfile(
         "p", ceilings={"p50_verify_s": 0.1, "flaky_rate": 0.4, "mean_agent_s": 100}

@@ -20,7 +20,7 @@ from rich.console import Console
 
 from evalrun.analysis.metrics import summarize
 from evalrun.analysis.sweep import SWEEP_FILE, summarize_sweep
-from evalrun.models.plan import PlanFile, PlannedTask
+from evalrun.models.plan import PlanFile, PlannedTask, RunKind
 from evalrun.models.records import Outcome, SampleRecord
 from evalrun.report.sweep_terminal import render_sweep
 from evalrun.rundir.readers import load_jobs
@@ -107,7 +107,12 @@ def fake_job(root, num, overrides, outcomes_scores):
     )
     store.write_overrides(overrides)
     plan = PlanFile(
-        run_id=str(num), tasks_dir="tasks", trials=4, tasks=[PlannedTask(id="t1", fingerprint="f")]
+        schema_version=1,
+        kind=RunKind.tasks,
+        run_id=str(num),
+        tasks_dir="tasks",
+        trials=4,
+        tasks=[PlannedTask(id="t1", fingerprint="f")],
     )
     store.write_plan(plan)
     records = []

@@ -17,10 +17,10 @@ from evalrun.models.records import Outcome, SampleRecord
 from evalrun.run.runner import run
 from evalrun.rundir.log import RunLog, read_summary
 
-# plan.json and summary.json exactly as evalrun wrote them before plan.json carried a
-# schema_version and a kind (version 1): no `kind`, no `schema_version`, no `state`, no
-# `intervals`; a task without `format` or `fields`.
-V1_PLAN = {
+# a plan.json and summary.json as evalrun writes them, written by hand
+PLAN = {
+    "schema_version": 1,
+    "kind": "tasks",
     "run_id": "20251101-120000-eval",
     "run_dir": "runs/20251101-120000-eval",
     "tasks_dir": "/suite",
@@ -31,14 +31,14 @@ V1_PLAN = {
     "tasks": [{"id": "a", "fingerprint": "fa", "difficulty": "easy", "tags": ["python"]}],
     "cells": 2,
 }
-V1_SUMMARY_GROUP = {"tasks": 1, "pass_at": {"1": 0.5, "2": 1.0}, "pass_hat": {"1": 0.5, "2": 0.0}}
+SUMMARY_GROUP = {"tasks": 1, "pass_at": {"1": 0.5, "2": 1.0}, "pass_hat": {"1": 0.5, "2": 0.0}}
 
 
-def v1_run(run_dir: Path, *, summary: bool = True, suite: str = "tasks") -> Path:
+def written_run(run_dir: Path, *, summary: bool = True) -> Path:
     run_dir.mkdir(parents=True)
-    (run_dir / "config.yaml").write_text(yaml.safe_dump({"suite": suite, "trials": 2}))
+    (run_dir / "config.yaml").write_text(yaml.safe_dump({"suite": "tasks", "trials": 2}))
     (run_dir / "overrides.yaml").write_text(yaml.safe_dump(["trials=2"]))
-    (run_dir / "plan.json").write_text(json.dumps(V1_PLAN))
+    (run_dir / "plan.json").write_text(json.dumps(PLAN))
     lines = [
         SampleRecord(
             run_id="r", task_id="a", fingerprint="fa", trial=t, outcome=o, started_at=0,
@@ -48,31 +48,19 @@ def v1_run(run_dir: Path, *, summary: bool = True, suite: str = "tasks") -> Path
     ]  # fmt: skip
     (run_dir / "samples.jsonl").write_text("\n".join(lines) + "\n")
     if summary:
-        old = {
+        written = {
             "schema_version": 1, "run_id": "r", "samples": 2, "scored": 2, "passes": 1,
-            "errors": 0, "ks": [1, 2], "overall": {**V1_SUMMARY_GROUP, "flaky_tasks": 1},
+            "errors": 0, "ks": [1, 2], "overall": {**SUMMARY_GROUP, "flaky_tasks": 1},
             "by_tag": {}, "by_difficulty": {}, "tasks": [], "latency": {},
             "cost": {"total_usd": None, "per_sample_usd": None, "per_success_usd": None,
                      "priced_samples": 0, "unpriced_samples": 2},
         }  # fmt: skip
-        (run_dir / "summary.json").write_text(json.dumps(old))
+        (run_dir / "summary.json").write_text(json.dumps(written))
     return run_dir
 
 
-def test_a_run_directory_written_before_plan_json_had_a_version_still_loads(tmp_path):
-    run = RunLog.open(v1_run(tmp_path / "old"))
-    assert run.plan.schema_version == 1 and run.kind is RunKind.tasks
-    assert run.overrides == ["trials=2"] and run.agent == "oracle"
-    assert [r.trial for r in run.planned(run.records())] == [0, 1]
-    summary = run.summary()
-    assert summary.overall.pass_at[1] == 0.5 and summary.overall.intervals == {}
-    assert summary.state is not None and summary.state.complete  # computed from the files
-    assert summary.skipped == []  # neither file listed skipped tasks then
-    assert RunLog.open(v1_run(tmp_path / "probes", suite="probes")).kind is RunKind.probes
-
-
 def test_a_stale_or_missing_summary_is_recomputed_from_the_records(tmp_path):
-    run_dir = v1_run(tmp_path / "old", summary=False)
+    run_dir = written_run(tmp_path / "stale", summary=False)
     run = RunLog.open(run_dir)
     assert not run.ended and run.summary().samples == 2 and run.summary().passes == 1
     with pytest.raises(UsageError, match=r"not the directory of a run that ended: summary.json"):
@@ -81,20 +69,9 @@ def test_a_stale_or_missing_summary_is_recomputed_from_the_records(tmp_path):
         read_summary(run_dir, "gate")
 
 
-def test_a_summary_written_before_it_listed_skipped_tasks_takes_them_from_the_plan(tmp_path):
-    run_dir = v1_run(tmp_path / "old")
-    skipped = {"id": "b", "kind": "cannot load", "reason": "b/task.toml: not TOML"}
-    plan = json.loads((run_dir / "plan.json").read_text())
-    (run_dir / "plan.json").write_text(json.dumps({**plan, "skipped": [skipped]}))
-    assert "skipped" not in json.loads((run_dir / "summary.json").read_text())
-    run = RunLog.open(run_dir)
-    assert run.saved_summary is not None and run.saved_summary.skipped == []  # as written
-    assert [s.model_dump() for s in run.summary().skipped] == [skipped]
-
-
 @pytest.mark.parametrize("name", ["plan.json", "summary.json"])
 def test_a_file_from_a_newer_evalrun_is_refused_not_misread(tmp_path, name):
-    run_dir = v1_run(tmp_path / "new")
+    run_dir = written_run(tmp_path / "new")
     path = run_dir / name
     path.write_text(json.dumps({**json.loads(path.read_text()), "schema_version": 9}))
     with pytest.raises(UsageError, match=rf"{name}: written by a newer evalrun .*upgrade evalrun"):
@@ -106,7 +83,7 @@ def test_what_is_not_a_run_is_refused_naming_the_folder_and_the_file(tmp_path):
         RunLog.open(tmp_path / "nowhere")
     with pytest.raises(UsageError, match=r"is not a run directory: config.yaml and plan.json"):
         RunLog.open(tmp_path)
-    run_dir = v1_run(tmp_path / "broken")
+    run_dir = written_run(tmp_path / "broken")
     (run_dir / "plan.json").write_text(json.dumps({"run_id": "r", "tasks": "x"}))
     with pytest.raises(UsageError, match=r"plan.json: does not match the PlanFile schema"):
         RunLog.open(run_dir)

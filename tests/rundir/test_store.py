@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from evalrun.models.plan import PlanFile, PlannedTask
+from evalrun.models.plan import PlanFile, PlannedTask, RunKind
 from evalrun.models.records import CellKey, Outcome, SampleRecord, run_state
 from evalrun.rundir import store as store_module
 from evalrun.rundir.log import RunLog
@@ -45,7 +45,12 @@ def _new_run(run_dir: Path) -> RunStore:
     store.write_config({"trials": 2})
     store.write_plan(
         PlanFile(
-            run_id="r", tasks_dir="tasks", trials=2, tasks=[PlannedTask(id="t", fingerprint="f")]
+            schema_version=1,
+            kind=RunKind.tasks,
+            run_id="r",
+            tasks_dir="tasks",
+            trials=2,
+            tasks=[PlannedTask(id="t", fingerprint="f")],
         )
     )
     return store
