@@ -44,6 +44,7 @@ from evalrun.agents.base import RunScope, progress
 from evalrun.agents.command import _read_optional, _scratch_folder
 from evalrun.agents.install import Installed, Package, ensure_installed, installed
 from evalrun.config.providers import Provider
+from evalrun.config.schema import InstalledAgentConf
 from evalrun.errors import HarnessError, RunBudgetReached, SandboxError, UsageError, bad_value
 from evalrun.gateway.ledger import Account, Budget, Ledger
 from evalrun.gateway.server import Gateway, Session, Upstream
@@ -115,7 +116,7 @@ class InstalledAgent:
         env: Mapping[str, str] | None = None,
         args: str = "",
         timeout_s: float | None = None,
-        auto_install: bool = True,
+        auto_install: bool = InstalledAgentConf.auto_install,
     ):
         self.version = str(version)
         self.provider = provider

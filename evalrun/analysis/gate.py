@@ -51,6 +51,7 @@ from evalrun.analysis.metric_table import (
     parse_metric,
 )
 from evalrun.analysis.stats import ALPHA, fisher_exact
+from evalrun.config.schema import ProfileConf
 from evalrun.console import styled
 from evalrun.errors import ExitCode, UsageError
 from evalrun.models.summary import Estimate
@@ -192,7 +193,7 @@ class ThresholdProfile:
 
     def __init__(
         self,
-        name: str = "none",
+        name: str = ProfileConf.name,
         floors: Mapping[str, BoundSpec] | None = None,
         ceilings: Mapping[str, BoundSpec] | None = None,
         max_drop: Mapping[str, BoundSpec] | None = None,

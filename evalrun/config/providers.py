@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from evalrun.config.pricing import Price, resolve_price
+from evalrun.config.schema import ProviderConf
 from evalrun.errors import UsageError
 
 APIS = ("openai", "openai-compatible", "gemini", "openrouter", "anthropic", "gemini-native")
@@ -63,7 +64,7 @@ class Provider:
         name: str,
         model: str | None = None,
         base_url: str | None = None,
-        api: str = "openai-compatible",
+        api: str = ProviderConf.api,
         api_key_env: str | None = None,
         headers_env: Mapping[str, str] | None = None,
         price_prefixes: list[str] | tuple[str, ...] = (),

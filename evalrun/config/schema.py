@@ -9,6 +9,7 @@ Hydra's instantiate is the only registry.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
@@ -223,6 +224,13 @@ class TimeoutsConf:
     verify_s: float = 120.0
 
 
+class SuiteKind(StrEnum):
+    """What a run runs (`suite=`): task folders, or the behaviour probes (`evalrun.probes`)."""
+
+    tasks = "tasks"
+    probes = "probes"
+
+
 @dataclass
 class EvalConfig:
     sandbox: SandboxConf = MISSING
@@ -233,7 +241,7 @@ class EvalConfig:
     profile: ProfileConf = MISSING
     name: str = "eval"
     tasks_dir: str | None = None  # None: the bundled benchmark
-    suite: str = "tasks"  # tasks | probes (behaviour probes; default folder probes/)
+    suite: SuiteKind = SuiteKind.tasks  # probes: behaviour probes (default folder probes/)
     run_dir: str = "runs/${now:%Y%m%d-%H%M%S}-${name}"
     trials: int = 1
     # Selection: a string or a list each (`tags=python`, `tags=[python,git]`).

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol
 
+from evalrun.config.schema import NoJudgeConf
 from evalrun.errors import UsageError
 from evalrun.models.records import SampleRecord
 from evalrun.tasks.loader import Task
@@ -47,7 +48,7 @@ class Judge(Protocol):
 class NoJudge:
     """`judge=none`: no scores."""
 
-    def __init__(self, name: str = "none"):
+    def __init__(self, name: str = NoJudgeConf.name):
         self.name = name
 
     def preflight(self) -> None:

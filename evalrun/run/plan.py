@@ -28,7 +28,7 @@ from rich.console import Console
 from evalrun.agents.base import Agent, RunScope
 from evalrun.analysis.gate import ThresholdProfile
 from evalrun.bundled import PROBES_DIR, TASKS_DIR
-from evalrun.config.schema import resolved_dict
+from evalrun.config.schema import EvalConfig, SuiteKind, resolved_dict
 from evalrun.console import make_console, styled
 from evalrun.errors import UsageError, bad_value
 from evalrun.models.records import CellKey, SampleRecord, SkippedEntry
@@ -95,8 +95,8 @@ class RunPlan:
     agent: Agent = field(repr=False)
     tracker: Tracker = field(repr=False)
     profile: ThresholdProfile = field(repr=False)
+    suite: SuiteKind
     judge: Judge = field(repr=False, default_factory=NoJudge)
-    suite: str = "tasks"  # or "probes"
     max_errors: int = 0  # more harness errors than this: the run exits ExitCode.TOO_MANY_ERRORS
     skipped: tuple[SkippedEntry, ...] = ()
     warnings: tuple[str, ...] = ()
@@ -243,21 +243,19 @@ def resolve_tasks_dir(value: str | None) -> Path:
 
 
 def load_for_suite(
-    suite: str,
+    suite: SuiteKind,
     tasks_dir: str | None,
     reward_threshold: float,
     strict: bool = False,
-    verifier_hardening: bool = True,
+    verifier_hardening: bool = EvalConfig.verifier_hardening,
 ) -> Suite:
     """`suite=tasks`: task folders (default: the bundled benchmark); `suite=probes`: behaviour
     probe folders (default: the bundled probes/). `tasks_dir` points either at another folder."""
-    if suite == "probes":
+    if suite is SuiteKind.probes:
         from evalrun.probes.format import load_probes
 
         folder = resolve_tasks_dir(tasks_dir) if tasks_dir else BUNDLED_PROBES
         return Suite(folder, load_probes(folder))
-    if suite != "tasks":
-        raise bad_value("suite", "tasks or probes", suite)
     folder = resolve_tasks_dir(tasks_dir)
     return scan_suite(
         folder,
@@ -284,9 +282,9 @@ def refuse_unloadable(suite: Suite, ids: list[str]) -> list[SkippedEntry]:
     ]
 
 
-def agent_for_suite(suite: str, agent: Agent) -> Agent:
+def agent_for_suite(suite: SuiteKind, agent: Agent) -> Agent:
     """Probes are graded on what the agent did: record its steps and the workspace around them."""
-    if suite != "probes":
+    if suite is not SuiteKind.probes:
         return agent
     from evalrun.probes.evidence import RecordingAgent
 

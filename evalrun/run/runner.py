@@ -18,6 +18,7 @@ from rich.console import Console
 from evalrun.agents.base import RunScope
 from evalrun.analysis.configdiff import NOT_RESULT_RELEVANT, diff
 from evalrun.analysis.gate import print_verdict
+from evalrun.config.schema import SuiteKind
 from evalrun.console import make_console, styled
 from evalrun.errors import ExitCode, UsageError
 from evalrun.models.records import SampleRecord
@@ -223,7 +224,7 @@ def _execute_and_report(
     plan.tracker.finish(summary)
     records = log.planned(log.records())  # in plan order, for the reasons and the probes
     render(summary, plan.run_dir, console, records)
-    if plan.suite == "probes":  # each expectation's pass rate per probe, and probes.json
+    if plan.suite is SuiteKind.probes:  # each expectation's pass rate per probe, and probes.json
         from evalrun.report.probes import report_expectations
 
         report_expectations(plan.run_dir, records, console)

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from evalrun.config.schema import EvalConfig
 from evalrun.errors import TaskFormatError, UsageError, bad_value
 from evalrun.sandbox.base import SandboxBackend
 from evalrun.tasks import lint, native
@@ -76,7 +77,7 @@ class Task:
     spec: TaskSpec
     format: TaskFormat = field(compare=False)
     fingerprint: str = field(compare=False)
-    verifier_hardening: bool = True
+    verifier_hardening: bool = EvalConfig.verifier_hardening
 
     @property
     def id(self) -> str:
@@ -119,9 +120,9 @@ def _walk(folder: Path) -> Iterable[Path]:
 def load_task(
     folder: Path,
     *,
-    reward_threshold: float = 1.0,
+    reward_threshold: float = EvalConfig.reward_threshold,
     strict: bool = False,
-    verifier_hardening: bool = True,
+    verifier_hardening: bool = EvalConfig.verifier_hardening,
 ) -> Task:
     """Load one task folder in whichever format its files say; raise `TaskFormatError` naming the
     file and field on any problem. `reward_threshold` is the pass mark for reward-based formats;
@@ -209,9 +210,9 @@ class Suite:
 def scan_suite(
     tasks_dir: Path,
     *,
-    reward_threshold: float = 1.0,
+    reward_threshold: float = EvalConfig.reward_threshold,
     strict: bool = False,
-    verifier_hardening: bool = True,
+    verifier_hardening: bool = EvalConfig.verifier_hardening,
 ) -> Suite:
     """Load every task folder directly below `tasks_dir`, sorted by id (the options as
     `load_task` takes them); a folder that cannot load is kept as `Unloadable`, never raised.
@@ -268,7 +269,7 @@ def screen_scripts(folders: Sequence[Path]) -> None:
 
 
 def load_suite(
-    tasks_dir: Path, *, reward_threshold: float = 1.0, strict: bool = False
+    tasks_dir: Path, *, reward_threshold: float = EvalConfig.reward_threshold, strict: bool = False
 ) -> list[Task]:
     """Every task below `tasks_dir`, all or nothing: the first folder that cannot load raises
     its `TaskFormatError` (for tools and tests that need the whole suite)."""

@@ -10,6 +10,7 @@ from rich.console import Console
 
 from evalrun.cli.arguments import CommandParser
 from evalrun.cli.hydra import compose_config
+from evalrun.config.schema import SuiteKind
 from evalrun.console import styled
 from evalrun.errors import ExitCode
 
@@ -55,7 +56,7 @@ def check_command(args: list[str], console: Console) -> int:
     overrides = [*options.overrides, *(["strict_formats=true"] if options.strict else [])]
     plan = build(compose_config(overrides))
     plan.backend.preflight()
-    if plan.suite == "probes":  # scripted good/bad runs instead of gold/untouched/wrong
+    if plan.suite is SuiteKind.probes:  # scripted good/bad runs instead of gold/untouched/wrong
         from evalrun.honesty.probes import run_check
 
         return run_check(plan, console, defended_by)

@@ -12,6 +12,7 @@ from rich.console import Console
 
 from evalrun.cli.arguments import CommandParser
 from evalrun.cli.hydra import compose_config
+from evalrun.config.schema import SuiteKind
 from evalrun.console import styled
 from evalrun.errors import ExitCode, UsageError
 
@@ -67,7 +68,7 @@ def sync_command(args: list[str], console: Console) -> int:
     cfg = compose_config(["tracker=opik", *args])
     chosen = any(a.startswith(("suite=", "tasks_dir=", "tracker.dataset=")) for a in args)
     dest = destination(cfg.tracker)
-    for suite in [cfg.suite] if chosen else ["tasks", "probes"]:
+    for suite in [cfg.suite] if chosen else list(SuiteKind):
         loaded = load_for_suite(suite, cfg.tasks_dir, cfg.reward_threshold, cfg.strict_formats)
         say_loading(loaded.warnings, refuse_unloadable(loaded, []))
         suite_dir = loaded.tasks_dir

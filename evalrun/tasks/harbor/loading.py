@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from evalrun.config.schema import EvalConfig
 from evalrun.errors import TaskFormatError
 from evalrun.tasks import lint
 from evalrun.tasks.base import (
@@ -74,7 +75,7 @@ USED_STEP_KEYS = frozenset(
 
 
 def load(
-    folder: Path, *, reward_threshold: float = 1.0, strict: bool = False
+    folder: Path, *, reward_threshold: float = EvalConfig.reward_threshold, strict: bool = False
 ) -> tuple[TaskSpec, HarborFormat]:
     """Load a Harbor task folder; raise `TaskFormatError` naming the file and key.
 

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from evalrun.config.schema import EvalConfig
 from evalrun.errors import TaskFormatError
 from evalrun.models.records import AgentResult, Outcome, ToolCall
 from evalrun.models.writable import tail_text
@@ -169,7 +170,7 @@ class HarborFormat:
 
     layout: HarborLayout
     config: HarborToml
-    reward_threshold: float = 1.0
+    reward_threshold: float = EvalConfig.reward_threshold
     sandbox_spec: SandboxSpec = field(default_factory=SandboxSpec)
     verifier_env: Mapping[str, str] = field(default_factory=dict)
     solution_env: Mapping[str, str] = field(default_factory=dict)
