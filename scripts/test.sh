@@ -2,7 +2,7 @@
 # Everything the tests need, then the tests: system packages (bubblewrap, Docker engine,
 # debootstrap, Chromium), the Python environment, the built wheel proven in a fresh virtualenv
 # outside the repository (scripts/wheel-smoke.sh), a running Docker engine with the offline base
-# image, every bundled oracle proven honest and ungameable (gold, untouched, near misses and the
+# image, every bundled verifier proven honest and ungameable (gold, untouched, near misses and the
 # reward-hack library of `evalrun check`, on bwrap and docker; the probes on bwrap), lint and types
 # (ruff, mypy), and the whole pytest suite. Nothing is skipped: EVALRUN_CI=1 turns a missing engine
 # into a failure.
@@ -34,7 +34,7 @@ bash scripts/build-base-image.sh
 echo "test: agent CLIs for the preset tests (into the host cache once; seconds when cached)"
 .venv/bin/evalrun agents install claude_code codex mini_swe_agent gemini_cli opencode aider
 
-echo "test: proving every bundled oracle honest and every reward hack failed, on bwrap and docker"
+echo "test: proving every bundled verifier honest and every reward hack failed, on bwrap and docker"
 # bwrap: every attack. docker: the attacks its harness must stop; the verifier attacks test only
 # the verifiers' own code (python3 -I, the kit), the same on every backend, and tests/honesty/test_tamper.py
 # plays each of them on docker too.

@@ -1,4 +1,4 @@
-"""`agent=noop`: does nothing, so an honest oracle must fail it."""
+"""`agent=noop`: does nothing, so an honest verifier must fail it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`evalrun check`: prove every task's oracle honest before trusting any score it gives.
+"""`evalrun check`: prove every task's verifier honest before trusting any score it gives.
 
 For each task, whatever its format, four columns of samples run through the real engine and
 sandbox: the gold solution must PASS, the untouched workspace must FAIL, every near-miss overlay
@@ -6,7 +6,7 @@ its format offers (`wrong/<name>/` for evalrun tasks) must FAIL, and every rewar
 the generic attacks of `evalrun.honesty.tamper` plus the task's own `tamper/<name>/` overlays. For
 reward-based formats PASS means a reward at or above the run's `reward_threshold`.
 
-An oracle that fails one of the first three is *dishonest* (too weak, broken or flaky); one that
+A verifier that fails one of the first three is *dishonest* (too weak, broken or flaky); one that
 only a reward hack beats (a PASS, or an `error` the hack caused) is *gameable*: each hack that
 won is named on a line of its own with the fix (`evalrun.honesty.fixes`), saying when verifier
 hardening was off for the task or cannot help. Either way `check` exits 1. On a backend that is
@@ -49,7 +49,7 @@ Kind = Literal["gold", "untouched", "wrong", "tamper"]
 
 @dataclass(frozen=True)
 class Probe:
-    """One honesty probe: an agent variant and the outcome an honest oracle must give it."""
+    """One honesty probe: an agent variant and the outcome an honest verifier must give it."""
 
     label: str
     agent: Agent
@@ -143,7 +143,7 @@ async def check_tasks(
 
 @dataclass(frozen=True)
 class Verdicts:
-    """Task ids whose oracle failed gold/untouched/wrong (dishonest) or only a hack (gameable)."""
+    """Task ids whose verifier failed gold/untouched/wrong (dishonest) or only a hack (gameable)."""
 
     dishonest: list[str]
     gameable: list[str]
@@ -156,11 +156,11 @@ def report(
     isolated: bool = True,
 ) -> Verdicts:
     """Print the per-task table (a row for each task that cannot load or cannot run here, with
-    the reason below it) and every probe an oracle got wrong."""
+    the reason below it) and every probe a verifier got wrong."""
     by_task: dict[str, list[ProbeResult]] = {}
     for result in results:
         by_task.setdefault(result.task_id, []).append(result)
-    table = Table(title="Oracle honesty", header_style="bold")
+    table = Table(title="Verifier honesty", header_style="bold")
     columns = ("task", "gold → pass", "untouched → fail", "wrong/* → fail", "tamper → fail")
     for column in (*columns, "verdict"):
         table.add_column(column)
@@ -214,7 +214,7 @@ def report(
 
 
 def _wrong(r: ProbeResult, fixed: dict[str, str]) -> str:
-    """One line for a probe the oracle got wrong: a hack that won and its fix (`fixed`: the fixes
+    """One line for a probe the verifier got wrong: a hack that won and its fix (`fixed`: the fixes
     already given for the task, named instead of said again), or what an honesty probe
     expected and got."""
     if r.probe.kind != "tamper":

@@ -1,6 +1,6 @@
 """`evalrun check suite=probes`: prove every probe's expectations honest before trusting them.
 
-Like oracle honesty for tasks: each probe's `scripted/good.yaml`, replayed through the coder
+Like verifier honesty for tasks: each probe's `scripted/good.yaml`, replayed through the coder
 loop on a fresh fixture, must meet every expectation, and its `scripted/bad.yaml` must break at
 least one.
 A probe failing either is dishonest - an expectation too weak to catch the bad behaviour, or too

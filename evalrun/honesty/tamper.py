@@ -1,8 +1,8 @@
-"""The reward hacks `evalrun check` throws at every oracle: attacks as data, and the agent that
+"""The reward hacks `evalrun check` throws at every verifier: attacks as data, and the agent that
 plays one.
 
 Each attack is a few lines of bash an agent under test could write, run in the untouched
-workspace during the agent phase (through the sandbox API, like any agent). An honest oracle
+workspace during the agent phase (through the sandbox API, like any agent). An honest verifier
 grades every one of them FAIL - not PASS (the hack raised the score) and not error (the hack
 turned a fail into an uncounted, retried error).
 

@@ -4,7 +4,7 @@
 task_introduction, evaluation_criteria) says what to score. Every scored sample (pass or fail;
 a harness `error` has nothing to judge) of a task with judges gets one 0-1 score per judge in
 `SampleRecord.scores[name]` and the judge's reason in `SampleRecord.judge_reasons[name]`. Judges
-never change the oracle's verdict. A judgement that fails is recorded as a missing score (None)
+never change the verifier's verdict. A judgement that fails is recorded as a missing score (None)
 with the error as its reason, never as 0.
 
 Here: the `Judge` protocol, `judge=none` (`NoJudge`), and what a judge sees (`judge_input`): the

@@ -2,7 +2,7 @@
 
 Commands run with an allow-listed environment and their own process group, but they can see and
 write the whole host filesystem. Use it for trusted agents (oracle, noop) and for speed; use
-`bwrap` or `docker` for anything that should not be able to find the oracle.
+`bwrap` or `docker` for anything that should not be able to find the verifier.
 
 What a task may ask (`SandboxSpec`): `network=none` runs every command in a network namespace
 of its own (`unshare --net`; as a non-root user with `--map-current-user`), so a task that must

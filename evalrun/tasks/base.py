@@ -41,7 +41,7 @@ class Difficulty(StrEnum):
 
 
 class JudgeSpec(BaseModel):
-    """A G-Eval judge for one task: scores samples 0-1, never overrides the oracle."""
+    """A G-Eval judge for one task: scores samples 0-1, never overrides the verifier."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -80,7 +80,7 @@ class TaskSpec(BaseModel):
 
 @dataclass(frozen=True)
 class Verdict:
-    """The oracle's answer for one sample.
+    """The verifier's answer for one sample.
 
     `scores` carries numbers the verifier reported beside the verdict (a Harbor reward, kept as
     `reward` even when it is 1 or 0); the engine copies them onto `SampleRecord.scores`.

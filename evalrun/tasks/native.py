@@ -4,7 +4,7 @@
 NNN-slug/
   task.yaml        id, prompt, max_steps, difficulty, tags, judges, agent_timeout_s
   setup/           copied verbatim into a fresh workspace; setup/setup.sh runs there, then goes
-  verify/          the hidden oracle: verify.sh (required) + helpers, injected only after the agent
+  verify/          the hidden verifier: verify.sh (required) + helpers, injected only after the agent
   solution/        gold overlay (used by `evalrun check` and agent=oracle)
   wrong/<name>/    near-miss overlays that must fail (used by `evalrun check`)
   tamper/<name>/   optional reward hacks aimed at this verifier, must fail (`evalrun check`)
@@ -134,7 +134,7 @@ def load(folder: Path) -> tuple[TaskSpec, NativeFormat]:
         )
     if not layout.verify_script.is_file():
         raise TaskFormatError(
-            layout.verify_script, "missing: the oracle verify/verify.sh is required"
+            layout.verify_script, "missing: the verifier verify/verify.sh is required"
         )
     lint.refuse(static_faults(layout))
     return spec, NativeFormat(layout)

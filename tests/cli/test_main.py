@@ -141,7 +141,7 @@ def test_bad_task_folder_exits_2_naming_file_and_field(make_task, tmp_path):
 def test_check_passes_honest_tasks(suite):
     proc = evalrun("check", f"tasks_dir={suite}")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "all 3 oracles honest" in proc.stdout
+    assert "all 3 verifiers honest" in proc.stdout
 
 
 def test_check_catches_a_dishonest_oracle(make_task):
@@ -154,7 +154,7 @@ def test_check_catches_a_dishonest_oracle(make_task):
     assert proc.returncode == 1
     assert "002-always-passes" in proc.stdout
     assert "untouched: expected fail, got pass" in proc.stdout
-    assert "001-honest" not in proc.stdout.split("dishonest oracle(s):")[-1]
+    assert "001-honest" not in proc.stdout.split("dishonest verifier(s):")[-1]
 
 
 def test_check_catches_an_oracle_too_weak_for_a_near_miss(make_task):
@@ -232,5 +232,5 @@ def test_sigterm_cancels_a_check_and_leaves_nothing_running(
                 proc.communicate()
         assert proc.returncode == 143, out + err
         assert "stopped by SIGTERM: cancelling the check's samples" in err
-        assert "Traceback" not in err and "oracles honest" not in out
+        assert "Traceback" not in err and "verifiers honest" not in out
         assert running() == 0 and host_pids_with(marker) == []

@@ -68,7 +68,7 @@ def test_init_writes_a_project_whose_starter_task_passes_and_is_honest(project: 
 
     check = evalrun("check", cwd=project)
     assert check.returncode == 0, check.stdout + check.stderr
-    assert "all 1 oracles honest" in check.stdout
+    assert "all 1 verifiers honest" in check.stdout
 
 
 def test_a_project_group_option_is_found_beside_the_packaged_ones(project: Path):

@@ -29,7 +29,7 @@ def test_every_foreign_verifier_stays_honest_with_hardening_on():
     whose own module is `queue.py` included."""
     proc = evalrun("check", "--tamper=none", f"tasks_dir={FOREIGN}")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "all 16 oracles honest" in proc.stdout
+    assert "all 16 verifiers honest" in proc.stdout
 
 
 @pytest.mark.parametrize("backend_id", backend_params(["bwrap", "docker"]))

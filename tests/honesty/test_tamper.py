@@ -63,7 +63,7 @@ def test_check_names_the_hacks_that_beat_a_weak_verifier():
     proc = evalrun("check", f"tasks_dir={WEAK_SUITE}")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     out = " ".join(proc.stdout.split())
-    assert "GAMEABLE" in out and "1 gameable oracle(s): 001-unittest-in-process" in out
+    assert "GAMEABLE" in out and "1 gameable verifier(s): 001-unittest-in-process" in out
     for hack in ("patch-test-framework", "exit-at-import"):
         assert f"001-unittest-in-process gameable by tamper/{hack} (got pass) - fix: " in out, out
     assert "verifykit `Session` / `run`" in out and "verifier hardening cannot fix this" in out
@@ -95,7 +95,7 @@ def test_the_tamper_flag_picks_which_hacks_run():
     that does not exist is a usage error before anything runs."""
     proc = evalrun("check", "--tamper=none", f"tasks_dir={WEAK_SUITE}")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "all 1 oracles honest" in proc.stdout
+    assert "all 1 verifiers honest" in proc.stdout
     bad = evalrun("check", "--tamper=everything", f"tasks_dir={WEAK_SUITE}")
     assert bad.returncode == 2
     assert "--tamper: invalid choice: 'everything'" in bad.stderr
@@ -109,4 +109,4 @@ def test_a_bash_verifier_cannot_be_rewritten_under_bash():
     suite = REPO / "tests" / "fixtures" / "bash-verifier"
     proc = evalrun("check", "--tamper=verifier", f"tasks_dir={suite}")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "all 1 oracles honest" in proc.stdout
+    assert "all 1 verifiers honest" in proc.stdout

@@ -182,7 +182,7 @@ def test_evalrun_check_on_modal_as_a_user_types_it(standin: StandinState, make_t
         main(["check", "sandbox=modal", f"tasks_dir={suite}"])
     out = capsys.readouterr().out
     assert exited.value.code == 0, out
-    assert "sandbox=modal" in out and "all 1 oracles honest" in out
+    assert "sandbox=modal" in out and "all 1 verifiers honest" in out
     # gold, untouched, wrong/off-by-one and every reward hack (modal is isolated: all of them)
     task = load_task(suite / "001-answer")  # no Python in its workspace: those hacks are skipped
     assert len(standin.sandboxes) == len(probes_for(task, True, has_python=False))

@@ -8,7 +8,7 @@ command imports what it works with inside its function, so that `evalrun` starts
 every command's dependencies (the Opik integration above all).
 
 ```
-check.py     check                    prove every oracle honest (gold, untouched, wrong/*, hacks)
+check.py     check                    prove every verifier honest (gold, untouched, wrong/*, hacks)
 runs.py      ls, show, report         look at runs that already happened
 diff.py      diff                     compare two runs
 gate.py      gate                     gate a run that has ended on a threshold profile

@@ -1,4 +1,4 @@
-"""`evalrun check [--strict] [--tamper=KINDS] [overrides]`: prove every task's oracle honest.
+"""`evalrun check [--strict] [--tamper=KINDS] [overrides]`: prove every task's verifier honest.
 
 Gold must pass; untouched, wrong/* and every reward hack (`evalrun.honesty.tamper`) must fail
 (`suite=probes`: the probes' scripted good and bad runs instead, `evalrun.honesty.probes`).
@@ -19,7 +19,7 @@ def check_command(args: list[str], console: Console) -> int:
     """evalrun check [--strict] [--tamper=KINDS] [overrides]: gold must pass; untouched, wrong/*
     and every reward hack (tamper) must fail.
 
-    Exit 1 when an oracle is dishonest or gameable, else 4 when a task folder cannot be loaded,
+    Exit 1 when a verifier is dishonest or gameable, else 4 when a task folder cannot be loaded,
     else 0; a stop signal cancels the samples in flight and exits 130 (Ctrl-C), 143 (SIGTERM) or
     129 (SIGHUP), a second one at once (`evalrun.run.engine.cancelled_on_stop`). `--strict`
     (= strict_formats=true) refuses keys a foreign format's runner would ignore.
@@ -35,7 +35,7 @@ def check_command(args: list[str], console: Console) -> int:
 
     parser = CommandParser(
         "check",
-        "Prove every oracle honest: gold must pass; untouched, wrong/* and the reward hacks must "
+        "Prove every verifier honest: gold must pass; untouched, wrong/* and the reward hacks must "
         "fail (suite=probes: the probes' scripted good and bad runs).",
         overrides=True,
     )
@@ -69,17 +69,17 @@ def check_command(args: list[str], console: Console) -> int:
     verdicts = report(results, console, plan.skipped, harness_proven)
     for kind, ids in (("dishonest", verdicts.dishonest), ("gameable", verdicts.gameable)):
         if ids:
-            console.print(styled("[red]{} {} oracle(s):[/]", len(ids), kind), ", ".join(ids))
+            console.print(styled("[red]{} {} verifier(s):[/]", len(ids), kind), ", ".join(ids))
     if verdicts.dishonest or verdicts.gameable:
         return ExitCode.FAILED
     if plan.unloadable:
         console.print(
             styled(
-                "[yellow]{} oracles honest; {} task folders cannot load[/]",
+                "[yellow]{} verifiers honest; {} task folders cannot load[/]",
                 len(plan.tasks),
                 len(plan.unloadable),
             )
         )
         return ExitCode.UNLOADABLE
-    console.print(styled("[green]all {} oracles honest[/]", len(plan.tasks)))
+    console.print(styled("[green]all {} verifiers honest[/]", len(plan.tasks)))
     return ExitCode.OK

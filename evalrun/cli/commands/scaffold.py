@@ -51,7 +51,7 @@ def init_command(args: list[str], console: Console) -> int:
         console.print(f"  kept  {_shown(path)} (yours; not overwritten)", highlight=False)
     steps = [
         ("evalrun", "tasks/ with agent=oracle (the gold solutions): pass@1 1.0"),
-        ("evalrun check", "prove every task's oracle honest"),
+        ("evalrun check", "prove every task's verifier honest"),
         ("evalrun agent=my_agent", "your agent: set its cmd in conf/agent/my_agent.yaml"),
         ("evalrun new-task NAME", "a new task folder to fill in"),
         ("evalrun info", "where every config option comes from"),

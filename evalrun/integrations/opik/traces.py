@@ -3,7 +3,7 @@
 Nothing here imports opik or talks to a server, so the mapping is testable on its own.
 
 - A sample is one trace: input (task id, prompt, trial), output (the agent's final message, the
-  oracle's verdict and the tail of verify.sh's output), metadata (phase durations, tokens, cost,
+  verifier's verdict and the tail of verify.sh's output), metadata (phase durations, tokens, cost,
   attempts, error), tags (outcome, difficulty, task tags) and feedback scores (`pass` 0/1 - absent
   for a harness `error`, which has no verdict - `latency_s`, `cost_usd` when known, and every judge
   score that exists, with the judge's reason).

@@ -293,7 +293,7 @@ def test_evalrun_check_on_docker_through_the_cli(engine: DockerBackend, make_tas
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "sandbox=docker" in proc.stdout
-    assert "all 2 oracles honest" in proc.stdout
+    assert "all 2 verifiers honest" in proc.stdout
 
 
 # --- the offline tooling: scripts/ and `evalrun image build` -------------------------------------

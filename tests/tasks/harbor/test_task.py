@@ -466,7 +466,7 @@ def test_cli_runs_and_checks_a_mixed_tasks_dir(mixed_suite, tmp_path):
 
     check = evalrun("check", f"tasks_dir={mixed_suite}")
     assert check.returncode == 0, check.stdout + check.stderr
-    assert "all 4 oracles honest" in check.stdout
+    assert "all 4 verifiers honest" in check.stdout
     row = next(line for line in check.stdout.splitlines() if "stats-partial" in line)
     assert "ok (reward 1)" in row and "ok (reward 0.5)" in row
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The hidden oracle. evalrun copies verify/ to the workspace root only after the agent has
+# The hidden verifier. evalrun copies verify/ to the workspace root only after the agent has
 # finished and runs `bash verify.sh` there: exit 0 is PASS; otherwise the last line printed is the
 # reason. Run the agent's code as a separate process and decide here, never inside code the agent
 # could have written. Only bash, python3, git and sqlite3 are available; no network. For checks in
