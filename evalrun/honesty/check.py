@@ -39,8 +39,9 @@ from evalrun.honesty.tamper import (
     not_applicable,
 )
 from evalrun.models.records import Outcome, SampleRecord, SkippedEntry
-from evalrun.run.engine import Limits, run_sample
+from evalrun.run.engine import run_sample
 from evalrun.run.plan import CANNOT_LOAD
+from evalrun.run.trial import Limits
 from evalrun.sandbox.base import SandboxBackend
 from evalrun.tasks.loader import Task
 
@@ -48,65 +49,67 @@ Kind = Literal["gold", "untouched", "wrong", "tamper"]
 
 
 @dataclass(frozen=True)
-class Probe:
-    """One honesty probe: an agent variant and the outcome an honest verifier must give it."""
+class Challenge:
+    """One challenge to a verifier: an agent variant and the outcome an honest one must give."""
 
     label: str
     agent: Agent
     expect: Outcome
     kind: Kind
-    summary: str = ""  # for a tamper probe: what the hack tries
+    summary: str = ""  # for a reward hack: what the hack tries
 
 
 @dataclass(frozen=True)
-class ProbeResult:
+class ChallengeResult:
     task_id: str
-    probe: Probe
+    challenge: Challenge
     record: SampleRecord
     hardened: bool = True  # verifier hardening was on for the task (`Task.verifier_hardening`)
 
     @property
     def honest(self) -> bool:
-        return self.record.outcome is self.probe.expect
+        return self.record.outcome is self.challenge.expect
 
     @property
     def not_applicable(self) -> bool:
         return not_applicable(self.record.agent)
 
 
-def probes_for(
+def challenges_for(
     task: Task,
     isolated: bool,
     has_python: bool | None = None,
     defended_by: Sequence[str] = DEFENDERS,
-) -> list[Probe]:
-    """Every probe of `task`: the honesty probes, then the reward hacks that can apply to it."""
-    return [*honesty_probes(task), *tamper_probes(task, isolated, has_python, defended_by)]
+) -> list[Challenge]:
+    """Every challenge to `task`'s verifier: gold, untouched and wrong/*, then the reward hacks
+    that can apply to it."""
+    return [*honesty_challenges(task), *tamper_challenges(task, isolated, has_python, defended_by)]
 
 
-def honesty_probes(task: Task, survey: SurveyAgent | None = None) -> list[Probe]:
-    probes = [
-        Probe("gold", OracleAgent(), Outcome.passed, "gold"),
-        Probe("untouched", survey or NoopAgent(), Outcome.failed, "untouched"),
+def honesty_challenges(task: Task, survey: SurveyAgent | None = None) -> list[Challenge]:
+    challenges = [
+        Challenge("gold", OracleAgent(), Outcome.passed, "gold"),
+        Challenge("untouched", survey or NoopAgent(), Outcome.failed, "untouched"),
     ]
     for folder in task.format.wrong_overlays():
         agent = OverlayAgent(folder, folder.name)
-        probes.append(Probe(f"wrong/{folder.name}", agent, Outcome.failed, "wrong"))
-    return probes
+        challenges.append(Challenge(f"wrong/{folder.name}", agent, Outcome.failed, "wrong"))
+    return challenges
 
 
-def tamper_probes(
+def tamper_challenges(
     task: Task, isolated: bool, has_python: bool | None, defended_by: Sequence[str]
-) -> list[Probe]:
-    probes = []
+) -> list[Challenge]:
+    challenges = []
     for attack in attacks_for(isolated, has_python, defended_by):
         tamper = TamperAgent(attack, isolated)
-        probes.append(Probe(tamper.name, tamper, Outcome.failed, "tamper", attack.summary))
+        challenges.append(Challenge(tamper.name, tamper, Outcome.failed, "tamper", attack.summary))
     for folder in task.format.tamper_overlays():
         agent = OverlayAgent(folder, folder.name)
         summary = "the task's own tamper overlay"
-        probes.append(Probe(f"tamper/{folder.name}", agent, Outcome.failed, "tamper", summary))
-    return probes
+        label = f"tamper/{folder.name}"
+        challenges.append(Challenge(label, agent, Outcome.failed, "tamper", summary))
+    return challenges
 
 
 async def check_tasks(
@@ -115,8 +118,8 @@ async def check_tasks(
     limits: Limits,
     concurrency: int,
     defended_by: Sequence[str] = DEFENDERS,
-) -> list[ProbeResult]:
-    """Every task's probes, `concurrency` samples at a time; the reward hacks of the kinds in
+) -> list[ChallengeResult]:
+    """Every task's challenges, `concurrency` samples at a time; the reward hacks of the kinds in
     `defended_by` ("verifier", "harness"). A task's hacks start once its untouched sample has
     surveyed the workspace, so attacks that cannot apply are not run."""
     gate = asyncio.Semaphore(max(1, concurrency))
@@ -124,20 +127,20 @@ async def check_tasks(
         limits.setup_s, limits.agent_s, limits.verify_s, max_retries=0, workspace_diff=False
     )
 
-    async def one(task: Task, probe: Probe) -> ProbeResult:
+    async def one(task: Task, challenge: Challenge) -> ChallengeResult:
         async with gate:
-            rec = await run_sample(task, 0, probe.agent, backend, no_retry, run_id="check")
-        return ProbeResult(task.id, probe, rec, task.verifier_hardening)
+            rec = await run_sample(task, 0, challenge.agent, backend, no_retry, run_id="check")
+        return ChallengeResult(task.id, challenge, rec, task.verifier_hardening)
 
-    async def task_probes(task: Task) -> list[ProbeResult]:
+    async def task_challenges(task: Task) -> list[ChallengeResult]:
         survey = SurveyAgent()
-        honesty = honesty_probes(task, survey)
+        honesty = honesty_challenges(task, survey)
         untouched = await one(task, honesty[1])
-        hacks = tamper_probes(task, backend.isolated, survey.has_python, defended_by)
-        rest = await asyncio.gather(*(one(task, p) for p in [honesty[0], *honesty[2:], *hacks]))
+        hacks = tamper_challenges(task, backend.isolated, survey.has_python, defended_by)
+        rest = await asyncio.gather(*(one(task, c) for c in [honesty[0], *honesty[2:], *hacks]))
         return [rest[0], untouched, *rest[1:]]
 
-    per_task = await asyncio.gather(*(task_probes(t) for t in tasks))
+    per_task = await asyncio.gather(*(task_challenges(t) for t in tasks))
     return [result for results in per_task for result in results]
 
 
@@ -150,14 +153,14 @@ class Verdicts:
 
 
 def report(
-    results: list[ProbeResult],
+    results: list[ChallengeResult],
     console: Console,
     skipped: Sequence[SkippedEntry] = (),
     isolated: bool = True,
 ) -> Verdicts:
     """Print the per-task table (a row for each task that cannot load or cannot run here, with
-    the reason below it) and every probe a verifier got wrong."""
-    by_task: dict[str, list[ProbeResult]] = {}
+    the reason below it) and every challenge a verifier got wrong."""
+    by_task: dict[str, list[ChallengeResult]] = {}
     for result in results:
         by_task.setdefault(result.task_id, []).append(result)
     table = Table(title="Verifier honesty", header_style="bold")
@@ -166,10 +169,10 @@ def report(
         table.add_column(column)
     verdicts = Verdicts([], [])
     for task_id, rows in by_task.items():
-        cells = {r.probe.label: r for r in rows}
-        wrong = [r for r in rows if r.probe.kind == "wrong"]
-        tamper = [r for r in rows if r.probe.kind == "tamper"]
-        dishonest = not all(r.honest for r in rows if r.probe.kind != "tamper")
+        cells = {r.challenge.label: r for r in rows}
+        wrong = [r for r in rows if r.challenge.kind == "wrong"]
+        tamper = [r for r in rows if r.challenge.kind == "tamper"]
+        dishonest = not all(r.honest for r in rows if r.challenge.kind != "tamper")
         gameable = not all(r.honest for r in tamper)
         if dishonest:
             verdicts.dishonest.append(task_id)
@@ -213,24 +216,24 @@ def report(
     return verdicts
 
 
-def _wrong(r: ProbeResult, fixed: dict[str, str]) -> str:
-    """One line for a probe the verifier got wrong: a hack that won and its fix (`fixed`: the fixes
-    already given for the task, named instead of said again), or what an honesty probe
+def _wrong(r: ChallengeResult, fixed: dict[str, str]) -> str:
+    """One line for a challenge the verifier got wrong: a hack that won and its fix (`fixed`: the
+    fixes already given for the task, named instead of said again), or what an honesty challenge
     expected and got."""
-    if r.probe.kind != "tamper":
+    if r.challenge.kind != "tamper":
         got = f"got {r.record.outcome.value}: {r.record.reason or 'verify passed'}"
-        return f"{r.probe.label}: expected {r.probe.expect.value}, {got}"
+        return f"{r.challenge.label}: expected {r.challenge.expect.value}, {got}"
     got = r.record.outcome.value
     if r.record.outcome is not Outcome.passed:
         got += f": {r.record.reason}"
-    attack = r.probe.agent.attack if isinstance(r.probe.agent, TamperAgent) else None
+    attack = r.challenge.agent.attack if isinstance(r.challenge.agent, TamperAgent) else None
     fix = fix_for(attack, r.hardened)
     said = f"as for {fixed[fix]}" if fix in fixed else fix
-    fixed.setdefault(fix, r.probe.label)
-    return f"gameable by {r.probe.label} (got {got}) - fix: {said}"
+    fixed.setdefault(fix, r.challenge.label)
+    return f"gameable by {r.challenge.label} (got {got}) - fix: {said}"
 
 
-def _count(rows: list[ProbeResult]) -> Text:
+def _count(rows: list[ChallengeResult]) -> Text:
     if not rows:
         return styled("[yellow]none[/]")
     held = sum(r.honest for r in rows)
@@ -239,7 +242,7 @@ def _count(rows: list[ProbeResult]) -> Text:
     return Text(shown) if held == len(rows) else styled("[red]{}[/]", shown)
 
 
-def _mark(result: ProbeResult) -> Text:
+def _mark(result: ChallengeResult) -> Text:
     reward = result.record.scores.get("reward")
     shown = f" (reward {reward:g})" if reward is not None else ""
     if result.honest:

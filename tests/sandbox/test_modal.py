@@ -19,7 +19,7 @@ import pytest
 from evalrun.cli.hydra import compose_config
 from evalrun.cli.main import main
 from evalrun.errors import SandboxUnavailable, UsageError
-from evalrun.honesty.check import probes_for
+from evalrun.honesty.check import challenges_for
 from evalrun.run.plan import build
 from evalrun.sandbox import modal as modal_backend
 from evalrun.sandbox.common.owner import current_owner, start_time
@@ -185,7 +185,7 @@ def test_evalrun_check_on_modal_as_a_user_types_it(standin: StandinState, make_t
     assert "sandbox=modal" in out and "all 1 verifiers honest" in out
     # gold, untouched, wrong/off-by-one and every reward hack (modal is isolated: all of them)
     task = load_task(suite / "001-answer")  # no Python in its workspace: those hacks are skipped
-    assert len(standin.sandboxes) == len(probes_for(task, True, has_python=False))
+    assert len(standin.sandboxes) == len(challenges_for(task, True, has_python=False))
     assert all(not s.root.exists() for s in standin.sandboxes)
 
 
