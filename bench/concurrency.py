@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 
 from evalrun.models.records import AgentResult
-from evalrun.run.engine import Limits, execute
+from evalrun.run.engine import execute
+from evalrun.run.trial import Limits
 from evalrun.sandbox.local import LocalBackend
 from evalrun.tasks.loader import load_task
 

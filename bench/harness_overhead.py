@@ -21,7 +21,8 @@ from pathlib import Path
 
 from evalrun.agents.oracle import OracleAgent
 from evalrun.models.records import Outcome
-from evalrun.run.engine import Limits, run_sample
+from evalrun.run.engine import run_sample
+from evalrun.run.trial import Limits
 from evalrun.sandbox.base import sandbox_env
 from evalrun.sandbox.local import LocalBackend
 from evalrun.tasks.loader import load_suite

@@ -34,7 +34,8 @@ from evalrun.agents.oracle import OracleAgent
 from evalrun.cli.hydra import compose_config
 from evalrun.errors import UsageError
 from evalrun.models.records import Outcome, SampleRecord
-from evalrun.run.engine import Limits, run_sample
+from evalrun.run.engine import run_sample
+from evalrun.run.trial import Limits
 from evalrun.sandbox.base import SandboxBackend
 from evalrun.tasks.loader import Task, load_suite
 

@@ -32,7 +32,8 @@ from evalrun.models.records import Outcome, SampleRecord
 from evalrun.probes.evidence import RecordingAgent
 from evalrun.probes.format import SCORE_PREFIX
 from evalrun.probes.replay import ReplayAgent
-from evalrun.run.engine import Limits, cancelled_on_stop, run_sample
+from evalrun.run.engine import cancelled_on_stop, run_sample
+from evalrun.run.trial import Limits
 from evalrun.sandbox.base import SandboxBackend
 from evalrun.tasks.loader import Task
 

@@ -1,3 +1,3 @@
-"""Running a plan: the plan (`plan`), the whole run as a function (`runner`), bounded concurrency
-and signals (`engine`), one sample's turns and grading (`turns`, `grading`), the workspace diff,
-progress and LLM judges."""
+"""Running a plan: the plan (`plan`), the whole run as a function (`runner`), bounded concurrency,
+retries and signals (`engine`), one sample's life as a `Trial` with a method per phase (`trial`),
+the workspace diff, progress and LLM judges."""

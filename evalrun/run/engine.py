@@ -1,10 +1,9 @@
-"""Run a plan's cells: each in a fresh sandbox, bounded concurrency, one record per cell.
+"""Run a plan's cells: each a `Trial` in a fresh sandbox, bounded concurrency, one record per cell.
 
-A sample's life: open a sandbox (as the task's format asks: `SandboxSpec`) -> the format
-prepares the workspace -> agent.run -> grade (the format's hidden verifier) -> close; a
-multi-step task takes one agent turn and one grading per step in the same sandbox (`turns`).
-Nothing one sample does can abort the run: an agent crash or timeout is recorded and the sample
-is still graded; a harness failure is an `error` outcome, retried with backoff, then recorded.
+One sample's life is `evalrun.run.trial.Trial` (setup, agent, collect, verify, record). Here:
+a trial that ended in a harness `error` is tried again with backoff (`run_sample`), cells run at
+most `concurrency` at a time (`execute`), and a stop signal cancels the samples in flight.
+Nothing one sample does can abort the run.
 """
 
 from __future__ import annotations
@@ -15,169 +14,19 @@ import signal
 import stat
 import time
 from collections.abc import Callable, Coroutine
-from contextlib import AbstractAsyncContextManager, suppress
-from dataclasses import dataclass
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from evalrun.agents.base import Agent
-from evalrun.config.schema import EvalConfig, TimeoutsConf
-from evalrun.errors import ExitCode, HarnessError, SandboxError
-from evalrun.models.records import AgentResult, CellKey, Outcome, Phases, SampleRecord, writable
-from evalrun.models.writable import tail_text
+from evalrun.errors import ExitCode
+from evalrun.models.records import Outcome, SampleRecord, writable
 from evalrun.retry import async_retrying
-from evalrun.run.turns import take_steps, take_turn
-from evalrun.sandbox.base import Sandbox, SandboxBackend
-from evalrun.tasks.base import SetupFailed
+from evalrun.run.trial import Limits, LogSink, Trial
+from evalrun.sandbox.base import SandboxBackend
 from evalrun.tasks.loader import Task
 
 if TYPE_CHECKING:
     from evalrun.run.judges import Judge
-
-AGENT_OUTPUT_CHARS = 20_000
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Per-phase timeouts, the retry policy for harness errors, and whether each sample records
-    its workspace diff."""
-
-    # defaults: the config's (`timeouts`, `max_retries`, `retry_backoff_s`), their one home
-    setup_s: float = TimeoutsConf.setup_s
-    agent_s: float = TimeoutsConf.agent_s
-    verify_s: float = TimeoutsConf.verify_s
-    max_retries: int = EvalConfig.max_retries
-    retry_backoff_s: float = EvalConfig.retry_backoff_s  # doubled after each retry
-    workspace_diff: bool = True  # record what the agent changed (`evalrun check` needs not)
-
-
-LogSink = Callable[[CellKey, str, str], None]
-"""Called with (cell, log name, text) for each log a sample produces."""
-
-
-def _open(backend: SandboxBackend, task: Task, label: str) -> AbstractAsyncContextManager[Sandbox]:
-    """A fresh sandbox for one sample, as the task's format asks (its own image, workspace path,
-    network, limits). Planning (`evalrun.tasks.loader.runnable_on`) only lets a task through to a
-    backend that can host what it asks."""
-    spec = task.format.sandbox_spec
-    return backend.open(label) if spec.is_default else backend.open(label, spec)
-
-
-async def attempt_sample(
-    task: Task,
-    trial: int,
-    agent: Agent,
-    backend: SandboxBackend,
-    limits: Limits,
-    run_id: str,
-    log: LogSink | None = None,
-) -> SampleRecord:
-    """One attempt at one cell. Never raises for anything the sample itself did."""
-    key = CellKey(task_id=task.id, fingerprint=task.fingerprint, trial=trial)
-    started = time.time()
-    phases = Phases()
-    fields: dict = {}
-
-    def record(outcome: Outcome, **extra: Any) -> SampleRecord:
-        return SampleRecord(
-            run_id=run_id,
-            task_id=task.id,
-            fingerprint=task.fingerprint,
-            trial=trial,
-            outcome=outcome,
-            phases=phases,
-            started_at=started,
-            finished_at=time.time(),
-            **{**fields, **extra},
-        )
-
-    try:
-        async with _open(backend, task, key.label) as box:
-            clock = time.monotonic()
-            try:
-                setup_log = await task.format.prepare(box, limits.setup_s)
-            except SetupFailed as exc:
-                phases.setup = time.monotonic() - clock
-                return record(
-                    Outcome.error,
-                    reason=str(exc),
-                    timed_out_phase="setup" if exc.timed_out else None,
-                )
-            phases.setup = time.monotonic() - clock
-            if log and setup_log:
-                log(key, "setup.log", setup_log)
-
-            plan = task.format.step_plan
-            if plan is None:
-                turn = await take_turn(
-                    task, agent, box, limits.agent_s, limits.verify_s, limits.workspace_diff
-                )
-            else:
-                try:
-                    turn = await take_steps(
-                        task,
-                        plan,
-                        agent,
-                        box,
-                        setup_s=limits.setup_s,
-                        agent_s=limits.agent_s,
-                        verify_s=limits.verify_s,
-                        record_changes=limits.workspace_diff,
-                    )
-                except SetupFailed as exc:
-                    return record(
-                        Outcome.error,
-                        reason=str(exc),
-                        timed_out_phase="setup" if exc.timed_out else None,
-                    )
-                phases.setup = (phases.setup or 0.0) + turn.setup_s
-                if log and turn.setup_log:
-                    log(key, "setup.log", setup_log + turn.setup_log)
-            result, verdict = turn.result, turn.verdict
-            phases.agent = turn.agent_s
-            if turn.changes is not None:
-                fields["workspace_diff"] = turn.changes
-                if log and turn.changes.files:
-                    log(key, "workspace.diff", turn.changes.patch())
-            if log:
-                log(key, "agent.log", _agent_log(result))
-            fields["agent"] = result.model_copy(
-                update={"output": tail_text(result.output, AGENT_OUTPUT_CHARS)}
-            )
-            if turn.agent_timed_out:
-                fields["timed_out_phase"] = "agent"
-
-            phases.verify = verdict.duration_s
-            if log:
-                log(key, "verify.log", verdict.output)
-            if verdict.timed_out:
-                fields["timed_out_phase"] = "verify"
-            reason = verdict.reason
-            if verdict.outcome is Outcome.failed and result.error:
-                reason = f"{reason} (agent: {result.error})"
-            return record(
-                verdict.outcome,
-                reason=reason,
-                verify_exit_code=verdict.exit_code,
-                verify_output=verdict.output,
-                scores=dict(verdict.scores),
-            )
-    except HarnessError as exc:  # the agent's CLI, the model gateway or provider: not the agent
-        if isinstance(exc.result, AgentResult):
-            fields["agent"] = exc.result
-        return record(Outcome.error, reason=str(exc))
-    except (SandboxError, OSError) as exc:
-        return record(Outcome.error, reason=f"sandbox failed: {exc}")
-
-
-def _agent_log(result: AgentResult) -> str:
-    lines = [f"error: {result.error}"] if result.error else []
-    for step in result.trajectory:
-        lines.append(f"- {step.name} {step.args} ({step.duration_s or 0:.2f}s) {step.error or ''}")
-        if step.result:
-            lines.append("  " + step.result.replace("\n", "\n  "))
-    lines.append("--- final output ---")
-    lines.append(result.output)
-    return "\n".join(lines)
 
 
 async def run_sample(
@@ -190,17 +39,19 @@ async def run_sample(
     log: LogSink | None = None,
     stop_reason: Callable[[], str | None] | None = None,
 ) -> SampleRecord:
-    """`attempt_sample`, retrying harness errors up to `limits.max_retries` times with backoff
-    (not once `stop_reason()` says the run must stop)."""
+    """One `Trial` of the cell, tried again on a harness error up to `limits.max_retries` times
+    with backoff (not once `stop_reason()` says the run must stop)."""
     retryer = async_retrying(
         1 + limits.max_retries,
         limits.retry_backoff_s,
         on_result=lambda rec: rec.outcome is Outcome.error,
         give_up=lambda: stop_reason is not None and stop_reason() is not None,  # e.g. budget
     )
-    rec: SampleRecord = await retryer(
-        attempt_sample, task, trial, agent, backend, limits, run_id, log
-    )
+
+    async def attempt() -> SampleRecord:  # a fresh trial each time
+        return await Trial(task, trial, agent, limits, run_id, log).run(backend)
+
+    rec: SampleRecord = await retryer(attempt)
     return rec.model_copy(update={"attempts": retryer.statistics["attempt_number"]})
 
 

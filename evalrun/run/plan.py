@@ -32,8 +32,8 @@ from evalrun.config.schema import EvalConfig, SuiteKind, resolved_dict
 from evalrun.console import make_console, styled
 from evalrun.errors import UsageError, bad_value
 from evalrun.models.records import CellKey, SampleRecord, SkippedEntry
-from evalrun.run.engine import Limits
 from evalrun.run.judges import Judge, NoJudge, build_judge
+from evalrun.run.trial import Limits
 from evalrun.rundir.dirs import is_dir_template
 from evalrun.rundir.provenance import reproduction_info
 from evalrun.rundir.readers import profile_for

@@ -10,7 +10,7 @@ import shlex
 import signal
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig
 from rich.console import Console
@@ -22,7 +22,7 @@ from evalrun.config.schema import SuiteKind
 from evalrun.console import make_console, styled
 from evalrun.errors import ExitCode, UsageError
 from evalrun.models.records import SampleRecord
-from evalrun.run.engine import STOP_SIGNALS, execute, exit_now, stopped_by
+from evalrun.run.engine import STOP_SIGNALS, Cell, execute, exit_now, stopped_by
 from evalrun.run.plan import (
     RunPlan,
     build,
@@ -34,6 +34,9 @@ from evalrun.run.plan import (
 from evalrun.rundir.redact import MIN_SCRUB_CHARS
 from evalrun.rundir.store import RunLock, RunStore, claim_new_run_dir, remove_if_unused
 from evalrun.sandbox.base import SandboxBackend
+
+if TYPE_CHECKING:
+    from evalrun.models.summary import Summary
 
 
 def print_plan(plan: RunPlan, console: Console) -> None:
@@ -166,24 +169,51 @@ def _execute_and_report(
     # what a run needs beyond a dry run, imported when one starts (bench/startup.py)
     from evalrun.report.files import write_reports
     from evalrun.report.terminal import render
-    from evalrun.run.progress import RunProgress
     from evalrun.rundir.log import RunLog
 
-    store = RunStore(plan.run_dir, plan.secrets)
-    store.create()
-    store.write_config(plan.config)
-    if overrides is not None:
-        store.write_overrides(overrides)
-    store.write_plan(plan.to_plan_file())
+    store = _open_store(plan, overrides)
     log = RunLog.open(plan.run_dir)
-    wanted = plan.cell_keys()
-    done = set(log.recorded_cells()) & wanted
+    done = set(log.recorded_cells()) & plan.cell_keys()
     todo = [(t, i) for t, i in plan.cells if cell_key(t, i) not in done]
     if done:
         console.print(
             f"resuming {plan.run_dir}: {len(done)} samples already recorded, {len(todo)} to run"
         )
     plan.tracker.start(plan)
+    signum = _run_samples(plan, todo, store, scope, console)
+
+    summary = log.summarize()
+    store.write_summary(summary)
+    report_files = write_reports(plan.run_dir)  # report.html, junit.xml
+    plan.tracker.finish(summary)
+    records = log.planned(log.records())  # in plan order, for the reasons and the probes
+    render(summary, plan.run_dir, console, records)
+    if plan.suite is SuiteKind.probes:  # each expectation's pass rate per probe, and probes.json
+        from evalrun.report.probes import report_expectations
+
+        report_expectations(plan.run_dir, records, console)
+    console.print(f"report: {report_files[0]}", soft_wrap=True)
+    say_skipped(plan.skipped, console)
+    return _exit_code(plan, summary, signum, scope.stop_reason(), console)
+
+
+def _open_store(plan: RunPlan, overrides: list[str] | None) -> RunStore:
+    """The run directory's store, with the config, the overrides and the plan written."""
+    store = RunStore(plan.run_dir, plan.secrets)
+    store.create()
+    store.write_config(plan.config)
+    if overrides is not None:
+        store.write_overrides(overrides)
+    store.write_plan(plan.to_plan_file())
+    return store
+
+
+def _run_samples(
+    plan: RunPlan, todo: list[Cell], store: RunStore, scope: RunScope, console: Console
+) -> signal.Signals | None:
+    """Run the plan's cells still to do, each record stored, tracked and shown as it comes
+    (`execute`); return the stop signal that ended it early, if one did."""
+    from evalrun.run.progress import RunProgress
 
     def on_interrupt(signum: signal.Signals) -> None:
         again = "Ctrl-C again to exit" if signum == signal.SIGINT else "a second signal exits"
@@ -199,66 +229,56 @@ def _execute_and_report(
             plan.tracker.record(written)
             progress.advance(written)
 
+        cells = execute(
+            todo,
+            plan.agent,
+            plan.backend,
+            plan.limits,
+            run_id=plan.run_id,
+            concurrency=plan.concurrency,
+            on_record=on_record,
+            log=store.write_log,
+            on_interrupt=on_interrupt,
+            judge=plan.judge,
+            stop_reason=scope.stop_reason,
+        )
         try:
-            stopped_by_signal = asyncio.run(
-                execute(
-                    todo,
-                    plan.agent,
-                    plan.backend,
-                    plan.limits,
-                    run_id=plan.run_id,
-                    concurrency=plan.concurrency,
-                    on_record=on_record,
-                    log=store.write_log,
-                    on_interrupt=on_interrupt,
-                    judge=plan.judge,
-                    stop_reason=scope.stop_reason,
-                )
-            )
+            return asyncio.run(cells)
         finally:
             store.close()
 
-    summary = log.summarize()
-    store.write_summary(summary)
-    report_files = write_reports(plan.run_dir)  # report.html, junit.xml
-    plan.tracker.finish(summary)
-    records = log.planned(log.records())  # in plan order, for the reasons and the probes
-    render(summary, plan.run_dir, console, records)
-    if plan.suite is SuiteKind.probes:  # each expectation's pass rate per probe, and probes.json
-        from evalrun.report.probes import report_expectations
 
-        report_expectations(plan.run_dir, records, console)
-    console.print(f"report: {report_files[0]}", soft_wrap=True)
-    say_skipped(plan.skipped, console)
-    stopped = scope.stop_reason()
-    if stopped and not stopped_by_signal:  # the run is partial because its budget ran out
+def _exit_code(
+    plan: RunPlan,
+    summary: Summary,
+    signum: signal.Signals | None,
+    budget_stop: str | None,
+    console: Console,
+) -> int:
+    """Say why a run is partial or not a result, and return its `ExitCode`: the budget's stop
+    (unless a stop signal left cells unrun), a stop signal's, too many harness errors, else the
+    gate's verdict."""
+    state = summary.state
+    incomplete = state is not None and not state.complete
+    if budget_stop and not (signum and incomplete):  # partial because its budget ran out
         console.print(
-            styled("[yellow]run stopped: {}.[/]", stopped),
+            styled("[yellow]run stopped: {}.[/]", budget_stop),
             f"{summary.samples} of {len(plan.cells)} samples ran; raise budget.run_usd and "
             f"resume: {resume_command(plan.run_dir)}",
             soft_wrap=True,
         )
         return ExitCode.BUDGET
-    state = summary.state
-    if state is not None and not state.complete:
+    if state is not None and incomplete:
         console.print(
             styled(
                 "[yellow]{}the run is {}.[/]",
-                f"{stopped_by(stopped_by_signal)}: " if stopped_by_signal else "",
+                f"{stopped_by(signum)}: " if signum else "",
                 state.describe(),
             ),
             f"Resume with: {resume_command(plan.run_dir)}",
             soft_wrap=True,
         )
-        return STOP_SIGNALS[stopped_by_signal or signal.SIGINT]  # (no signal: as Ctrl-C's)
-    stopped = scope.stop_reason()
-    if stopped:
-        console.print(
-            styled("[yellow]run stopped: {}.[/]", stopped),
-            f"{summary.samples} of {len(plan.cells)} samples ran; raise budget.run_usd and "
-            f"resume: {resume_command(plan.run_dir)}",
-        )
-        return ExitCode.BUDGET
+        return STOP_SIGNALS[signum or signal.SIGINT]  # (no signal: as Ctrl-C's)
     verdict = print_verdict(plan.profile, summary, console)
     if summary.errors > plan.max_errors:
         console.print(

@@ -14,7 +14,7 @@ import pytest
 from evalrun.agents.coder.agent import CoderAgent
 from evalrun.agents.command import CommandAgent
 from evalrun.config.providers import Provider
-from evalrun.run.engine import Limits, attempt_sample
+from evalrun.run.trial import Limits, Trial
 from evalrun.tasks.loader import load_task
 from tests.agents.test_coder import FIX_TYPO, TYPO
 from tests.conftest import REPO
@@ -32,7 +32,7 @@ INLINE_CLI = (
 
 def attempt(agent, backend):
     task = load_task(REPO / "tasks" / TYPO)
-    return asyncio.run(attempt_sample(task, 0, agent, backend, Limits(), run_id="backends"))
+    return asyncio.run(Trial(task, 0, agent, Limits(), run_id="backends").run(backend))
 
 
 @pytest.mark.parametrize("backend_id", backend_params(ALL_BACKENDS))

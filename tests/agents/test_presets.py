@@ -24,7 +24,7 @@ from evalrun.config.pricing import litellm_price
 from evalrun.config.providers import Provider
 from evalrun.errors import UsageError
 from evalrun.report.html import step_view
-from evalrun.run.engine import Limits, attempt_sample
+from evalrun.run.trial import Limits, Trial
 from evalrun.sandbox.local import LocalBackend
 from evalrun.tasks.loader import load_task
 from tests.agents.conftest import FIXTURES, run_eval
@@ -174,7 +174,7 @@ def test_a_missing_cli_stops_preflight_and_is_an_error_on_a_sample(monkeypatch):
         task = load_task(REPO / "tasks" / TYPO)
         with agent.prepared(backend):
             monkeypatch.setattr(agent, "cli", missing)
-            rec = asyncio.run(attempt_sample(task, 0, agent, backend, Limits(), run_id="cli"))
+            rec = asyncio.run(Trial(task, 0, agent, Limits(), run_id="cli").run(backend))
     assert rec.outcome == "error"
     assert rec.reason.startswith("agent CLI missing"), rec.reason
     assert "evalrun agents install claude_code" in rec.reason
@@ -187,7 +187,7 @@ def test_a_provider_rate_limit_outliving_retries_is_an_error_named_so(monkeypatc
         agent = ClaudeCode("2.1.332", _provider(server.url), env={"CLAUDE_CODE_MAX_RETRIES": "0"})
         task = load_task(REPO / "tasks" / TYPO)
         with agent.prepared(backend):
-            rec = asyncio.run(attempt_sample(task, 0, agent, backend, Limits(), run_id="429"))
+            rec = asyncio.run(Trial(task, 0, agent, Limits(), run_id="429").run(backend))
     assert rec.outcome == "error"
     assert "rate limit (HTTP 429)" in rec.reason, rec.reason
 

@@ -13,7 +13,8 @@ import pytest
 
 from evalrun.honesty.tamper import ATTACKS, TamperAgent
 from evalrun.models.records import Outcome
-from evalrun.run.engine import Limits, run_sample
+from evalrun.run.engine import run_sample
+from evalrun.run.trial import Limits
 from evalrun.tasks.loader import load_task
 from tests.cli.test_main import evalrun
 from tests.conftest import REPO

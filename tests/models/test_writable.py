@@ -28,7 +28,7 @@ from evalrun.models.records import (
 )
 from evalrun.models.writable import MAX_DEPTH, MAX_ITEMS
 from evalrun.run import workspace_diff
-from evalrun.run.engine import AGENT_OUTPUT_CHARS
+from evalrun.run.trial import AGENT_OUTPUT_CHARS
 from evalrun.rundir.log import RunLog
 from evalrun.sandbox.common.owner import MARKER_FILE, current_owner
 from tests.agents.conftest import FIXTURES, Finished, run_eval

@@ -16,7 +16,8 @@ import yaml
 from rich.console import Console
 
 from evalrun.cli.hydra import compose_config
-from evalrun.run.engine import Limits, run_sample
+from evalrun.run.engine import run_sample
+from evalrun.run.trial import Limits
 from evalrun.errors import TaskFormatError, UsageError
 from evalrun.run.plan import BUNDLED_PROBES, build
 from evalrun.honesty.probes import check_probes

@@ -17,7 +17,8 @@ import pytest
 from evalrun.analysis.metrics import summarize
 from evalrun.errors import SandboxError
 from evalrun.models.records import AgentResult, Outcome, SampleRecord
-from evalrun.run.engine import Limits, execute, run_sample
+from evalrun.run.engine import execute, run_sample
+from evalrun.run.trial import Limits
 from evalrun.sandbox.local import LocalBackend
 from evalrun.tasks.loader import load_task
 from tests.conftest import REPO
@@ -379,7 +380,8 @@ def test_first_ctrl_c_writes_the_summary_and_prints_the_resume_command(slow_suit
 _SLOW_TO_CANCEL = """
 import asyncio
 import evalrun.run.engine as engine
-from evalrun.run.engine import Limits, execute
+from evalrun.run.engine import execute
+from evalrun.run.trial import Limits
 
 class Backend:
     def abandon(self):

@@ -24,7 +24,8 @@ import pytest
 from evalrun.agents.noop import NoopAgent
 from evalrun.agents.oracle import OracleAgent
 from evalrun.models.records import Outcome
-from evalrun.run.engine import Limits, run_sample
+from evalrun.run.engine import run_sample
+from evalrun.run.trial import Limits
 from evalrun.sandbox.base import Sandbox, SandboxBackend
 from evalrun.tasks.loader import load_task
 from tests.sandbox.conftest import BackendSpec

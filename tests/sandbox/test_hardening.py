@@ -17,7 +17,8 @@ import textwrap
 import pytest
 
 from evalrun.models.records import AgentResult, Outcome
-from evalrun.run.engine import Limits, run_sample
+from evalrun.run.engine import run_sample
+from evalrun.run.trial import Limits
 from evalrun.sandbox.base import Sandbox, SandboxBackend
 from evalrun.tasks.loader import load_task
 

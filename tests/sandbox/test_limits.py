@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from evalrun.models.records import AgentResult, Outcome
-from evalrun.run.engine import Limits, run_sample
+from evalrun.run.engine import run_sample
+from evalrun.run.trial import Limits
 from evalrun.sandbox.base import Sandbox
 from evalrun.sandbox.bwrap import cgroup
 from evalrun.sandbox.common.owner import MARKER_FILE

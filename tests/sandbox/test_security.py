@@ -23,7 +23,8 @@ import pytest
 
 from evalrun.agents.oracle import OracleAgent
 from evalrun.models.records import AgentResult, Outcome
-from evalrun.run.engine import Limits, run_sample
+from evalrun.run.engine import run_sample
+from evalrun.run.trial import Limits
 from evalrun.sandbox.base import ExecResult, Sandbox, SandboxBackend
 from evalrun.tasks.loader import fingerprint, load_task
 from tests.conftest import REPO

@@ -15,7 +15,8 @@ from evalrun.agents.noop import NoopAgent
 from evalrun.agents.oracle import OracleAgent
 from evalrun.errors import SandboxError
 from evalrun.models.records import Outcome
-from evalrun.run.engine import Limits, run_sample
+from evalrun.run.engine import run_sample
+from evalrun.run.trial import Limits
 from evalrun.sandbox.docker.images import (
     TaskImages,
     build_context,

@@ -17,7 +17,8 @@ from evalrun.agents.noop import NoopAgent
 from evalrun.agents.oracle import OracleAgent
 from evalrun.errors import TaskFormatError
 from evalrun.models.records import AgentResult, Outcome, SampleRecord
-from evalrun.run.engine import Limits, run_sample
+from evalrun.run.engine import run_sample
+from evalrun.run.trial import Limits
 from evalrun.sandbox.local import LocalBackend
 from evalrun.tasks.loader import load_task
 from tests.conftest import REPO

@@ -25,8 +25,9 @@ from evalrun.agents.oracle import OracleAgent
 from evalrun.cli.hydra import compose_config
 from evalrun.errors import TaskFormatError, UsageError
 from evalrun.models.records import AgentResult, Outcome, SampleRecord
-from evalrun.run.engine import Limits, execute, run_sample
+from evalrun.run.engine import execute, run_sample
 from evalrun.run.plan import build
+from evalrun.run.trial import Limits
 from evalrun.sandbox.base import Network
 from evalrun.sandbox.local import LocalBackend
 from evalrun.tasks.loader import Difficulty, load_suite, load_task

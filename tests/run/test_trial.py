@@ -1,4 +1,4 @@
-"""Grading's shared rules: the verifier's start-up hook is written after the agent phase, unless
+"""The trial's grading rules: the verifier's start-up hook is written after the agent phase, unless
 the task or the run turned verifier hardening off - and then a stdin verifier is shadowable again."""
 
 from __future__ import annotations
@@ -8,8 +8,9 @@ import textwrap
 
 import pytest
 
+from evalrun.agents.oracle import OracleAgent
 from evalrun.models.records import Outcome
-from evalrun.run.grading import grade
+from evalrun.run.trial import Limits, Trial
 from evalrun.sandbox.local import LocalBackend
 from evalrun.tasks.loader import load_task
 from evalrun.verifier import hardening
@@ -41,7 +42,8 @@ def test_the_hook_is_written_unless_the_task_or_the_run_turns_it_off(
         async with LocalBackend().open("grading") as box:
             await task.format.prepare(box, 30)
             await box.write_file("json.py", SHADOW)  # the agent's reward hack
-            verdict, _ = await grade(task, box, "", 30)
+            trial = Trial(task, 0, OracleAgent(), Limits(verify_s=30), "grading")
+            verdict, _ = await trial.grade(box, task, "")
             try:
                 await box.read_file(hardening.hook_path(box))
                 written = True
