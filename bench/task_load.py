@@ -51,7 +51,7 @@ EACH = """
 import resource, subprocess, time
 from pathlib import Path
 from evalrun.tasks import native
-from evalrun.tasks.loader import TaskLayout
+from evalrun.tasks.native import TaskLayout
 folders = sorted(p for p in Path({tasks_dir!r}).iterdir() if (p / "task.yaml").is_file())
 scripts = [s for f in folders for s in native.shell_scripts(TaskLayout(f))]
 started = time.perf_counter()

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from evalrun.probes.replay import ReplayAgent
     from evalrun.run.judges import Judge, NoJudge
     from evalrun.run.plan import LocalTracker, Tracker
-    from evalrun.sandbox.base import Sandbox, SandboxBackend, UserSwitchingSandbox
+    from evalrun.sandbox.base import Sandbox, SandboxBackend
     from evalrun.sandbox.bwrap.backend import BwrapBackend, BwrapSandbox
     from evalrun.sandbox.docker.backend import DockerBackend, DockerSandbox
     from evalrun.sandbox.local import LocalBackend, LocalSandbox
@@ -46,9 +46,6 @@ if TYPE_CHECKING:
         a: LocalSandbox, b: BwrapSandbox, c: DockerSandbox, d: ModalSandbox
     ) -> list[Sandbox]:
         return [a, b, c, d]
-
-    def user_switching(sandbox: DockerSandbox) -> UserSwitchingSandbox:
-        return sandbox
 
     def agents(
         a: OracleAgent, b: OverlayAgent, c: NoopAgent, d: CommandAgent, e: CoderAgent,

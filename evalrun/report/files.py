@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evalrun.report.html import render_sweep_html, write_html
+from evalrun.report.html import write_html
 from evalrun.report.junit import write_junit
 from evalrun.report.rundata import load_run
+from evalrun.report.sweep_html import render_sweep_html
 from evalrun.rundir.log import RunLog, is_run_dir, sweep_jobs
 from evalrun.rundir.store import RunLock
 

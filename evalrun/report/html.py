@@ -5,8 +5,7 @@ prompt, why it did not pass, what the agent changed, outputs, the trajectory) an
 `render_html(run_dir)` works purely from the files in the run directory (see `rundata`), so it can
 re-render a run copied from elsewhere. This module turns a run into plain values; the page itself
 is templates/run.html.j2, rendered with autoescape (`evalrun.report.page`). The sweep page
-(`render_sweep_html`) and the diff page (`render_diff_html`) live in their own modules and are
-re-exported here, so every HTML report is reachable from this one name.
+and the diff page live in their own modules (`sweep_html`, `diff_html`).
 """
 
 from __future__ import annotations
@@ -21,14 +20,10 @@ from urllib.parse import quote
 
 from evalrun.models.records import Outcome, SampleRecord, ToolCall, WorkspaceDiff
 from evalrun.models.summary import PASS_AT, PASS_HAT, PHASES, GroupStats, TaskStats
-from evalrun.report.diff_html import render_diff_html
 from evalrun.report.page import Card, fmt_rate, fmt_s, fmt_usd, render, svg
 from evalrun.report.reasons import first_line, why, why_parts
 from evalrun.report.rundata import HTML_FILE, RunFiles, clean_text, load_run
 from evalrun.report.svg import PALETTE, Series, bar_chart, box_plot, line_chart
-from evalrun.report.sweep_html import render_sweep_html
-
-__all__ = ["render_diff_html", "render_html", "render_sweep_html", "run_html", "write_html"]
 
 TEXT_CAP = 20_000  # characters of one text block shown in the page; the logs hold the rest
 SHORT_REASON = 160  # the reason in a sample's one-line summary

@@ -39,8 +39,8 @@ from evalrun.rundir.provenance import reproduction_info
 from evalrun.rundir.readers import profile_for
 from evalrun.rundir.redact import SecretValues, redact
 from evalrun.sandbox.base import SandboxBackend
-from evalrun.tasks.base import setup_bytes
-from evalrun.tasks.loader import Difficulty, Suite, Task, runnable_on, scan_suite, unenforced_limits
+from evalrun.tasks.base import Difficulty, setup_bytes
+from evalrun.tasks.loader import Suite, Task, runnable_on, scan_suite, unenforced_limits
 
 if TYPE_CHECKING:
     from evalrun.models.plan import PlanFile

@@ -4,7 +4,3 @@ Backends live one per module (`local`, `bwrap`, `docker`, `modal`) and are chose
 of the `sandbox` config group. Everything else - agents, grading, the engine - talks only to the
 `Sandbox` protocol in `evalrun.sandbox.base`, so any agent runs on any backend.
 """
-
-from evalrun.sandbox.base import ExecResult, Sandbox, SandboxBackend, sandbox_env
-
-__all__ = ["ExecResult", "Sandbox", "SandboxBackend", "sandbox_env"]

@@ -61,7 +61,8 @@ class Sandbox(Protocol):
 
     @property
     def switches_users(self) -> bool:
-        """`exec(..., user=...)` runs a command as another user (`UserSwitchingSandbox`)."""
+        """`exec(..., user=...)` runs a command as another user; elsewhere every command runs
+        as the sandbox's one user and `user` is not honoured."""
         ...
 
     async def exec(
@@ -71,8 +72,12 @@ class Sandbox(Protocol):
         cwd: str | None = None,
         env: Mapping[str, str] | None = None,
         timeout_s: float | None = None,
+        user: str | None = None,
     ) -> ExecResult:
-        """Run `cmd` (cwd defaults to `workdir`); on timeout kill its whole process tree."""
+        """Run `cmd` (cwd defaults to `workdir`); on timeout kill its whole process tree.
+
+        `user` (a name in the image, a uid, or uid:gid) runs it as that user where
+        `switches_users`; None: the sandbox's own user."""
         ...
 
     async def write_file(self, path: str, data: bytes | str) -> None:
@@ -228,22 +233,6 @@ class SandboxBackend(Protocol):
     def abandon(self) -> None:
         """On a forced exit (a second Ctrl-C): synchronously and quickly end every sandbox still
         open - its processes, its container - or leave it marked for the next `preflight`."""
-        ...
-
-
-class UserSwitchingSandbox(Sandbox, Protocol):
-    """A sandbox whose `switches_users` is true: `exec` takes the user to run as."""
-
-    async def exec(
-        self,
-        cmd: Command,
-        *,
-        cwd: str | None = None,
-        env: Mapping[str, str] | None = None,
-        timeout_s: float | None = None,
-        user: str | None = None,
-    ) -> ExecResult:
-        """As `Sandbox.exec`, as `user` (a name in the image, a uid, or uid:gid) when given."""
         ...
 
 

@@ -95,6 +95,7 @@ class LocalSandbox:
         cwd: str | None = None,
         env: Mapping[str, str] | None = None,
         timeout_s: float | None = None,
+        user: str | None = None,  # not honoured: `switches_users` is false
     ) -> ExecResult:
         argv = ["bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
         full_env = sandbox_env(

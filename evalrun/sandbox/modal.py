@@ -159,6 +159,7 @@ class ModalSandbox:
         cwd: str | None = None,
         env: Mapping[str, str] | None = None,
         timeout_s: float | None = None,
+        user: str | None = None,  # not honoured: `switches_users` is false
     ) -> ExecResult:
         modal = _modal()
         argv = ["bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)

@@ -26,44 +26,8 @@ from evalrun.config.schema import EvalConfig
 from evalrun.errors import TaskFormatError, UsageError, bad_value
 from evalrun.sandbox.base import SandboxBackend
 from evalrun.tasks import lint, native
-from evalrun.tasks.base import (
-    HARBOR_TASK_FILE,
-    Difficulty,
-    FolderLayout,
-    JudgeSpec,
-    TaskFormat,
-    TaskSpec,
-)
-from evalrun.tasks.native import (
-    ANSWER_ENV,
-    IGNORED_NAMES,
-    SETUP_SCRIPT,
-    SOLVE_SCRIPT,
-    TASK_FILE,
-    VERIFY_SCRIPT,
-    TaskLayout,
-)
-
-__all__ = [
-    "ANSWER_ENV",
-    "SETUP_SCRIPT",
-    "SOLVE_SCRIPT",
-    "TASK_FILE",
-    "VERIFY_SCRIPT",
-    "Difficulty",
-    "JudgeSpec",
-    "Suite",
-    "Task",
-    "TaskFormat",
-    "TaskLayout",
-    "TaskSpec",
-    "Unloadable",
-    "fingerprint",
-    "load_suite",
-    "load_task",
-    "runnable_on",
-    "scan_suite",
-]
+from evalrun.tasks.base import HARBOR_TASK_FILE, FolderLayout, TaskFormat, TaskSpec
+from evalrun.tasks.native import IGNORED_NAMES, TASK_FILE, TaskLayout
 
 
 @dataclass(frozen=True)

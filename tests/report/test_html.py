@@ -8,7 +8,9 @@ from html.parser import HTMLParser
 import pytest
 
 from evalrun.errors import UsageError
-from evalrun.report.html import render_diff_html, render_html, render_sweep_html
+from evalrun.report.diff_html import render_diff_html
+from evalrun.report.html import render_html
+from evalrun.report.sweep_html import render_sweep_html
 from tests.report.conftest import run_suite
 
 

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from evalrun.report.html import render_diff_html, render_sweep_html
+from evalrun.report.diff_html import render_diff_html
+from evalrun.report.sweep_html import render_sweep_html
 from tests.cli.test_main import evalrun
 from tests.conftest import REPO, require_engine
 from tests.report.conftest import run_suite

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from evalrun.errors import TaskFormatError
-from evalrun.tasks.loader import Difficulty, fingerprint, load_suite, load_task
+from evalrun.tasks.base import Difficulty
+from evalrun.tasks.loader import fingerprint, load_suite, load_task
 from tests.conftest import REPO
 
 

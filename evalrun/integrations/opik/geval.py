@@ -30,7 +30,8 @@ from evalrun.errors import UsageError
 from evalrun.models.records import Outcome, SampleRecord
 from evalrun.retry import async_retrying
 from evalrun.run.judges import judge_input
-from evalrun.tasks.loader import JudgeSpec, Task
+from evalrun.tasks.base import JudgeSpec
+from evalrun.tasks.loader import Task
 
 
 def provider_route(provider: Provider) -> tuple[str, str | None]:

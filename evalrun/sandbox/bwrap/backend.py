@@ -198,6 +198,7 @@ class BwrapSandbox:
         cwd: str | None = None,
         env: Mapping[str, str] | None = None,
         timeout_s: float | None = None,
+        user: str | None = None,  # not honoured: `switches_users` is false
     ) -> ExecResult:
         argv = ["bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
         return await self._run(argv, self._role, cwd=self._cwd(cwd), env=env, timeout_s=timeout_s)

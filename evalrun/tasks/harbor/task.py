@@ -39,7 +39,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from evalrun.config.schema import EvalConfig
 from evalrun.errors import TaskFormatError
@@ -51,7 +51,6 @@ from evalrun.sandbox.base import (
     SandboxBackend,
     SandboxSpec,
     TaskImage,
-    UserSwitchingSandbox,
 )
 from evalrun.tasks.base import (
     HARBOR_TASK_FILE,
@@ -251,11 +250,8 @@ class HarborFormat:
         verifier_dir = await _fresh_verifier_dir(sandbox, container)
         env = {**verifier.env, VERIFIER_ENV: verifier_dir}
         argv = ["bash", f"tests/{TEST_SCRIPT}"]
-        if verifier.user is not None and sandbox.switches_users:
-            switching = cast(UserSwitchingSandbox, sandbox)  # declared by `switches_users`
-            result = await switching.exec(argv, env=env, timeout_s=timeout_s, user=verifier.user)
-        else:
-            result = await sandbox.exec(argv, env=env, timeout_s=timeout_s)
+        user = verifier.user if sandbox.switches_users else None
+        result = await sandbox.exec(argv, env=env, timeout_s=timeout_s, user=user)
         verdict = await self._verdict(sandbox, result, verifier_dir, verifier, timeout_s)
         return with_notes(verdict, notes)
 

@@ -30,7 +30,8 @@ from evalrun.run.plan import build
 from evalrun.run.trial import Limits
 from evalrun.sandbox.base import Network
 from evalrun.sandbox.local import LocalBackend
-from evalrun.tasks.loader import Difficulty, load_suite, load_task
+from evalrun.tasks.base import Difficulty
+from evalrun.tasks.loader import load_suite, load_task
 from tests.conftest import REPO, require_engine
 
 FIXTURES = REPO / "tests" / "fixtures" / "harbor"
