@@ -42,7 +42,6 @@ class Metric:
     """One metric that is not a pass@K / pass^K / judge family member."""
 
     name: str
-    definition: str
     unit: str  # "rate", "USD" or "s"
     read: Callable[[Summary], float | None]
     higher_is_better: bool = False
@@ -53,8 +52,7 @@ def _latency(phase: str, stat: str) -> Metric:
         stats = summary.latency.get(phase)
         return getattr(stats, stat) if stats is not None else None
 
-    what = {"mean": "mean", "p50": "median", "p95": "95th percentile"}[stat]
-    return Metric(f"{stat}_{phase}_s", f"{what} seconds of the {phase} phase", "s", read)
+    return Metric(f"{stat}_{phase}_s", "s", read)
 
 
 def _flaky_rate(summary: Summary) -> float | None:
@@ -69,15 +67,10 @@ def _error_rate(summary: Summary) -> float | None:
 FIXED: dict[str, Metric] = {
     m.name: m
     for m in [
-        Metric("flaky_rate", "tasks with mixed results / tasks", "rate", _flaky_rate),
-        Metric("error_rate", "harness-error samples / samples", "rate", _error_rate),
-        Metric("cost_total", "USD over the priced samples", "USD", lambda s: s.cost.total_usd),
-        Metric(
-            "cost_per_success",
-            "cost_total / passing samples",
-            "USD",
-            lambda s: s.cost.per_success_usd,
-        ),
+        Metric("flaky_rate", "rate", _flaky_rate),
+        Metric("error_rate", "rate", _error_rate),
+        Metric("cost_total", "USD", lambda s: s.cost.total_usd),
+        Metric("cost_per_success", "USD", lambda s: s.cost.per_success_usd),
         *(_latency(phase, stat) for phase in PHASES for stat in ("mean", "p50", "p95")),
     ]
 }

@@ -89,10 +89,6 @@ class Upstream:
             headers[self.auth] = key
         return headers
 
-    def secret_values(self) -> list[str]:
-        names = [self.key_env, *self.headers_env.values()]
-        return [os.environ[n] for n in names if n and os.environ.get(n)]
-
 
 @dataclass
 class Session:

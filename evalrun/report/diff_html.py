@@ -37,7 +37,6 @@ from evalrun.analysis.diff import fmt_change, fmt_value, significance_text
 from evalrun.report.page import render
 
 LOWER_IS_BETTER = ("cost", "latency", "error", "flaky", "time", "duration")
-HEADLINE_ROW_METRICS = ("pass@1",)
 
 
 def direction(name: str, entry: Mapping[str, Any]) -> int:

@@ -2,7 +2,7 @@
 why each task failed, plots, breakdowns by tag and difficulty, every sample's drill-down (the
 prompt, why it did not pass, what the agent changed, outputs, the trajectory) and the config.
 
-`render_html(run_dir)` works purely from the files in the run directory (see `rundata`), so it can
+`write_html` works purely from the files in the run directory (`rundata.load_run`), so it can
 re-render a run copied from elsewhere. This module turns a run into plain values; the page itself
 is templates/run.html.j2, rendered with autoescape (`evalrun.report.page`). The sweep page
 and the diff page live in their own modules (`sweep_html`, `diff_html`).
@@ -22,20 +22,15 @@ from evalrun.models.records import Outcome, SampleRecord, ToolCall, WorkspaceDif
 from evalrun.models.summary import PASS_AT, PASS_HAT, PHASES, GroupStats, TaskStats
 from evalrun.report.page import Card, fmt_rate, fmt_s, fmt_usd, render, svg
 from evalrun.report.reasons import first_line, why, why_parts
-from evalrun.report.rundata import HTML_FILE, RunFiles, clean_text, load_run
+from evalrun.report.rundata import HTML_FILE, RunFiles, clean_text
 from evalrun.report.svg import PALETTE, Series, bar_chart, box_plot, line_chart
 
 TEXT_CAP = 20_000  # characters of one text block shown in the page; the logs hold the rest
 SHORT_REASON = 160  # the reason in a sample's one-line summary
 
 
-def render_html(run_dir: Path) -> Path:
-    """Write `<run_dir>/report.html` from the run's files and return its path.
-    Raises `UsageError` when `run_dir` is not a run directory."""
-    return write_html(load_run(Path(run_dir)))
-
-
 def write_html(run: RunFiles) -> Path:
+    """Write `<run_dir>/report.html` from the run's files and return its path."""
     path = run.run_dir / HTML_FILE
     path.write_text(run_html(run), encoding="utf-8")
     return path

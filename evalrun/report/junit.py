@@ -19,14 +19,9 @@ from pathlib import Path
 
 from evalrun.models.records import Outcome, SampleRecord
 from evalrun.models.summary import TaskStats
-from evalrun.report.rundata import JUNIT_FILE, RunFiles, clean_text, load_run
+from evalrun.report.rundata import JUNIT_FILE, RunFiles, clean_text
 
 OUTPUT_TAIL = 1500  # characters of verify output quoted per failing trial
-
-
-def render_junit(run_dir: Path) -> Path:
-    """Write `<run_dir>/junit.xml` from the run's files; `UsageError` when not a run dir."""
-    return write_junit(load_run(Path(run_dir)))
 
 
 def write_junit(run: RunFiles) -> Path:

@@ -9,7 +9,8 @@ import pytest
 
 from evalrun.errors import UsageError
 from evalrun.report.diff_html import render_diff_html
-from evalrun.report.html import render_html
+from evalrun.report.html import write_html
+from evalrun.report.rundata import load_run
 from evalrun.report.sweep_html import render_sweep_html
 from tests.report.conftest import run_suite
 
@@ -102,7 +103,7 @@ def test_the_report_shows_prompts_reasons_and_what_the_agent_changed(run_dir):
 def test_a_partial_run_carries_an_incomplete_badge(run_dir):
     path = run_dir / "samples.jsonl"
     path.write_text("".join(path.read_text().splitlines(keepends=True)[:9]))
-    text = render_html(run_dir).read_text()
+    text = write_html(load_run(run_dir)).read_text()
     assert re.search(
         r'<span class="badge" id="incomplete" title="partial 9/12 [^"]*">'
         r"incomplete 9/12</span>",
@@ -110,9 +111,9 @@ def test_a_partial_run_carries_an_incomplete_badge(run_dir):
     )
 
 
-def test_render_html_refuses_a_folder_that_is_not_a_run(tmp_path):
+def test_a_report_refuses_a_folder_that_is_not_a_run(tmp_path):
     with pytest.raises(UsageError, match="not a run directory"):
-        render_html(tmp_path)
+        write_html(load_run(tmp_path))
 
 
 def test_a_sweep_page_compares_jobs_and_names_what_differs(suite, tmp_path):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from evalrun.report.junit import render_junit
+from evalrun.report.junit import write_junit
+from evalrun.report.rundata import load_run
 
 
 def cases(run_dir) -> dict[str, ET.Element]:
@@ -72,7 +73,7 @@ def test_an_interrupted_run_reports_unrun_tasks_as_skipped(run_dir):
     samples = run_dir / "samples.jsonl"
     first_task = [line for line in samples.read_text().splitlines() if '"001-pass"' in line]
     samples.write_text("\n".join(first_task) + "\n")
-    render_junit(run_dir)
+    write_junit(load_run(run_dir))
     found = cases(run_dir)
     assert found["001-pass"].find("skipped") is None
     assert found["003-fail"].find("skipped") is not None

@@ -102,10 +102,6 @@ class HarborLayout:
         return self.environment_dir / "Dockerfile"
 
     @property
-    def setup_script(self) -> Path:
-        return self.environment_dir / SETUP_SCRIPT
-
-    @property
     def tests_dir(self) -> Path:
         return self.root / "tests"
 
@@ -117,16 +113,8 @@ class HarborLayout:
     def solution_dir(self) -> Path:
         return self.root / "solution"
 
-    @property
-    def solve_script(self) -> Path:
-        return self.solution_dir / SOLVE_SCRIPT
-
     def step_dir(self, name: str) -> Path:
         return self.root / "steps" / name
-
-
-def is_harbor_folder(folder: Path) -> bool:
-    return (folder / TASK_FILE).is_file()
 
 
 def strip_canary(text: str) -> str:
