@@ -61,7 +61,7 @@ expect 2 "pip install 'evalrun\[opik\]'" evalrun online project=p judge=gpt_4o_m
 expect 0 'wrote demo/conf/evalrun.yaml' evalrun init demo
 cd demo
 expect 0 '^pass@1 1\.000' evalrun                     # the starter task, from the project's tasks/
-expect 0 'all 1 oracles honest' evalrun check
+expect 0 'all 1 verifiers honest' evalrun check
 expect 0 '^pass@1 0\.000' evalrun agent=my_agent      # defined only in the project's conf/agent/
 grep -q 'conf/agent/my_agent.yaml' runs/*/config.yaml || fail "agent=my_agent is not the project's"
 expect 0 'agent .*my_agent .*project' evalrun info agent=my_agent

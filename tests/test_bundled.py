@@ -56,6 +56,6 @@ def test_check_catches_a_bundled_oracle_broken_on_purpose(tmp_path):
     )
     proc = evalrun("check", f"tasks_dir={suite}")
     assert proc.returncode == 1
-    tail = proc.stdout.split("dishonest oracle(s):")[-1]
+    tail = proc.stdout.split("dishonest verifier(s):")[-1]
     assert "019-sqlite-close-issue" in tail and "001-fizzbuzz" not in tail
     assert "wrong/also-unassigned: expected fail, got pass" in proc.stdout

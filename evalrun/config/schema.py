@@ -317,7 +317,7 @@ def resolved_dict(cfg: Any) -> dict[str, Any]:
     """The composed config as plain data, every interpolation resolved (what a run records)."""
     from omegaconf import OmegaConf
 
-    data = OmegaConf.to_container(cfg, resolve=True)
+    data = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     assert isinstance(data, dict)
     return {str(key): value for key, value in data.items()}
 

@@ -238,7 +238,7 @@ async def inject(
 ) -> list[str]:
     """Copy a hidden folder (verify/, tests/) in after the agent, into paths that did not exist.
 
-    Whatever the agent left where the folder's entries go - a stale `_oracle/unittest.py` that
+    Whatever the agent left where the folder's entries go - a stale `_verifier/unittest.py` that
     would shadow the stdlib, a folder where verify.sh goes, a read-only tree, a symlink - is
     removed first (`Sandbox.clear`, with the harness's rights; so are the paths in `also`), so
     only the task's own files are there and a planted path can neither fool the verifier nor

@@ -19,7 +19,7 @@ load`), each as `<path>:<line>[:<column>]: <what>`, the way compilers and editor
   that passed are kept per checker (this Python's version, this bash binary) in
   `$XDG_CACHE_HOME/evalrun/` (else `~/.cache/evalrun/`), and only new or changed files are
   checked again (`Passed`). Only passes are kept: a fault is found every time.
-- References (`missing_runs`): verify.sh lines such as `python3 -I _oracle/check.py` whose path
+- References (`missing_runs`): verify.sh lines such as `python3 -I _verifier/check.py` whose path
   starts in one of the verifier's own folders but names nothing there. A heuristic, kept
   conservative: a path that could be the agent's (its first part not the verifier's, or also
   the workspace's), a path built from variables or globs, one the script mentions twice (it may

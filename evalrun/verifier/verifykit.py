@@ -17,7 +17,7 @@ and also as the builtin exception it names (`with self.assertRaises(ValueError):
 works). The child's own stdout/stderr never mix with the answers (it writes them to stderr).
 
 evalrun's native format writes this file to `_evalrun/verifykit.py` at the workspace root just
-before verify.sh runs (`exec python3 -I _oracle/check.py`), replacing whatever was there. A
+before verify.sh runs (`exec python3 -I _verifier/check.py`), replacing whatever was there. A
 verifier starts:
 
     import os, sys

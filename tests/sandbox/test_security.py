@@ -83,7 +83,7 @@ def secret_task(make_task) -> Iterator[SecretTask]:
                 '[ "$(cat answer.txt 2>/dev/null)" = 42 ] && exit 0\n'
                 'echo "FAIL: answer.txt does not contain 42"; exit 1\n'
             ),
-            f"verify/_oracle/hidden_test_{token}.py": f"SECRET = {token!r}\n",
+            f"verify/_verifier/hidden_test_{token}.py": f"SECRET = {token!r}\n",
             f"solution/gold_{token}.txt": token,
         },
     )
@@ -143,7 +143,7 @@ def test_writes_outside_the_workspace_fail_and_leave_the_host_unchanged(
             f"echo 'exit 0' > {verify_sh}; echo pwned > {probe}; touch {folder}/solution/new; "
             "touch /evalrun-root-probe /usr/evalrun-probe; true",
             # Planted links the harness will later copy verify/ over, or write through.
-            f"ln -s {verify_sh} verify.sh; ln -s {folder}/solution _oracle; ln -s {probe} link"
+            f"ln -s {verify_sh} verify.sh; ln -s {folder}/solution _verifier; ln -s {probe} link"
             f"; ln -s {probe} answer.txt; echo {SENTINEL}",
         ],
         tools=tools,

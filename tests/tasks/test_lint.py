@@ -50,12 +50,12 @@ def refusal(folder: Path) -> str:
     ("rel", "text", "where"),
     [
         ("verify/verify.sh", BAD_BASH, ":4: syntax error near unexpected token 'fi'"),
-        ("verify/_oracle/run.sh", BAD_BASH, ":4: syntax error near unexpected token 'fi'"),
+        ("verify/_verifier/run.sh", BAD_BASH, ":4: syntax error near unexpected token 'fi'"),
         ("setup/setup.sh", 'echo "open\n', ":1: unexpected EOF while looking for matching '\"'"),
         ("solution/solve.sh", "f() {\n  echo\n", ":3: syntax error: unexpected end of file"),
         ("wrong/off-by-one/solve.sh", "echo )\n", ":1: syntax error near unexpected token ')'"),
         ("tamper/rewrite/solve.sh", "case x in\n", ":2: syntax error: unexpected end of file"),
-        ("verify/_oracle/check.py", BAD_PYTHON, ":3:11: expected ':'"),
+        ("verify/_verifier/check.py", BAD_PYTHON, ":3:11: expected ':'"),
         ("verify/lib/deep/util.py", "x = (1,\n", ":1:5: '(' was never closed"),
     ],
 )
@@ -68,21 +68,21 @@ def test_each_fault_is_refused_with_its_file_and_line(make_task, rel, text, wher
 def test_verify_sh_running_a_file_verify_does_not_have_is_refused(make_task):
     folder = make_task(
         files={
-            "verify/verify.sh": "set -u\n# decides in its own process\nexec python3 -I _oracle/chek.py\n",
-            "verify/_oracle/check.py": "raise SystemExit(0)\n",
+            "verify/verify.sh": "set -u\n# decides in its own process\nexec python3 -I _verifier/chek.py\n",
+            "verify/_verifier/check.py": "raise SystemExit(0)\n",
         }
     )
     message = refusal(folder)
     assert (
-        message == f"{folder}/verify/verify.sh:3: runs _oracle/chek.py, which verify/ does not have"
+        message == f"{folder}/verify/verify.sh:3: runs _verifier/chek.py, which verify/ does not have"
     )
 
 
 def test_every_fault_of_a_task_is_reported_at_once(make_task):
     folder = make_task(
         files={
-            "verify/verify.sh": "python3 _oracle/chek.py\n" + BAD_BASH,
-            "verify/_oracle/check.py": BAD_PYTHON,
+            "verify/verify.sh": "python3 _verifier/chek.py\n" + BAD_BASH,
+            "verify/_verifier/check.py": BAD_PYTHON,
             "setup/setup.sh": "echo (\n",
             "solution/solve.sh": "done\n",
         }
@@ -91,8 +91,8 @@ def test_every_fault_of_a_task_is_reported_at_once(make_task):
     assert lines == [
         f"{folder}/setup/setup.sh:1: syntax error near unexpected token 'newline'",
         f"    {folder}/solution/solve.sh:1: syntax error near unexpected token 'done'",
-        f"    {folder}/verify/_oracle/check.py:3:11: expected ':'",
-        f"    {folder}/verify/verify.sh:1: runs _oracle/chek.py, which verify/ does not have",
+        f"    {folder}/verify/_verifier/check.py:3:11: expected ':'",
+        f"    {folder}/verify/verify.sh:1: runs _verifier/chek.py, which verify/ does not have",
         f"    {folder}/verify/verify.sh:5: syntax error near unexpected token 'fi'",
     ]
 
@@ -126,11 +126,11 @@ GOOD_VERIFIER = textwrap.dedent(
     esac
     diff <(sort answer.txt) <(printf '42\\n') >/dev/null || true
     cat > expected.txt <<EOF
-    python3 _oracle/not-a-command.py
+    python3 _verifier/not-a-command.py
     $(( 1 << 3 ))
     EOF
     \tcat <<-'TABBED'
-    \tbash _oracle/also-not-run.sh
+    \tbash _verifier/also-not-run.sh
     \tTABBED
     python3 - <<'PY'
     import sys
@@ -139,13 +139,13 @@ GOOD_VERIFIER = textwrap.dedent(
     python3 -I -c 'print("inline")'
     python3 calc.py 2 3                  # the agent's file
     python3 tests/test_calc.py           # tests/ is the workspace's too
-    python3 "$here/_oracle/check.py"     # built at run time
-    [ -f _oracle/optional.py ] && python3 _oracle/optional.py
-    for f in _oracle/*.py; do python3 -m py_compile "$f"; done
-    source _oracle/lib.sh
+    python3 "$here/_verifier/check.py"     # built at run time
+    [ -f _verifier/optional.py ] && python3 _verifier/optional.py
+    for f in _verifier/*.py; do python3 -m py_compile "$f"; done
+    source _verifier/lib.sh
     cd "$here"                           # after a cd, paths are not read
-    python3 _oracle/elsewhere.py
-    exec python3 -I _oracle/check.py
+    python3 _verifier/elsewhere.py
+    exec python3 -I _verifier/check.py
     """
 )
 
@@ -154,8 +154,8 @@ def test_a_correct_verifier_using_bash_features_loads(make_task):
     folder = make_task(
         files={
             "verify/verify.sh": GOOD_VERIFIER,
-            "verify/_oracle/check.py": "import sys\nsys.exit(0)\n",
-            "verify/_oracle/lib.sh": "say() { printf '%s\\n' \"$*\"; }\n",
+            "verify/_verifier/check.py": "import sys\nsys.exit(0)\n",
+            "verify/_verifier/lib.sh": "say() { printf '%s\\n' \"$*\"; }\n",
             "verify/tests/test_hidden.py": "assert True\n",
             "setup/tests/test_calc.py": "assert True\n",
             "setup/setup.sh": 'git init -q . && git add -A && git commit -qm "start" || true\n',
@@ -183,12 +183,12 @@ def test_scripts_and_python_are_read_never_run(make_task, tmp_path):
         files={
             "verify/verify.sh": f"touch {marker}-verify\necho PASS\n",
             "setup/setup.sh": f"touch {marker}-setup\n}}\ntouch {marker}-after-brace\n",
-            "verify/_oracle/check.py": f"open({str(marker)!r} + '-py', 'w')\n",
+            "verify/_verifier/check.py": f"open({str(marker)!r} + '-py', 'w')\n",
         }
     )
     assert "setup.sh:2: syntax error near unexpected token '}'" in refusal(folder)
     assert list(tmp_path.glob("ran*")) == []
-    assert not (folder / "verify/_oracle/__pycache__").exists()
+    assert not (folder / "verify/_verifier/__pycache__").exists()
 
 
 def test_a_cache_that_cannot_be_written_changes_nothing(make_task, monkeypatch, tmp_path):

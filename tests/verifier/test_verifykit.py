@@ -28,10 +28,10 @@ def workspace(tmp_path: Path):
     script as verify.sh would (`python3 -I`, from the workspace root)."""
     (tmp_path / "_evalrun").mkdir()
     shutil.copy(KIT, tmp_path / "_evalrun" / "verifykit.py")
-    (tmp_path / "_oracle").mkdir()
+    (tmp_path / "_verifier").mkdir()
 
     def verify(code: str, timeout: float = 60) -> subprocess.CompletedProcess:
-        check = tmp_path / "_oracle" / "check.py"
+        check = tmp_path / "_verifier" / "check.py"
         check.write_text(PRELUDE + textwrap.dedent(code))
         return subprocess.run(
             [sys.executable, "-I", str(check)],
@@ -155,7 +155,7 @@ def sleepers_in(folder: Path) -> list[int]:
 def test_helpers_import_by_path_and_hidden_data_is_read_first(workspace):
     """A package planted beside the verifier's own module does not shadow it, and hidden files
     cannot be read (or helpers imported) once the workspace's code has run."""
-    oracle = workspace.root / "_oracle"
+    oracle = workspace.root / "_verifier"
     (oracle / "expected.py").write_text("VALUE = 42\n")
     (oracle / "expected").mkdir()
     (oracle / "expected" / "__init__.py").write_text("VALUE = 'planted'\n")

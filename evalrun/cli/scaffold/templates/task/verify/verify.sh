@@ -3,7 +3,7 @@
 # finished and runs `bash verify.sh` there: exit 0 is PASS; otherwise the last line printed is the
 # reason. Run the agent's code as a separate process and decide here, never inside code the agent
 # could have written. Only bash, python3, git and sqlite3 are available; no network. For checks in
-# Python: `exec python3 -I _oracle/check.py` with evalrun's verifier kit (tasks/README.md,
+# Python: `exec python3 -I _verifier/check.py` with evalrun's verifier kit (tasks/README.md,
 # "Writing a verifier"); `evalrun check` throws a library of reward hacks at it.
 #
 # For example:

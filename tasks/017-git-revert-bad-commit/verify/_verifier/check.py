@@ -19,7 +19,7 @@ ORIGINAL = [
     ("04456a216c8b2a660943e2de917d0bdd3d4584fc", "2024-03-08T17:30:00+00:00", "Release 1.3.0"),
 ]
 BAD = 2  # index of the commit that broke rounding
-VERIFY_FILES = ("verify.sh", "_oracle/", "_evalrun/")
+VERIFY_FILES = ("verify.sh", "_verifier/", "_evalrun/")
 DOCSTRING = '"""Round to whole cents, half away from zero (1.005 -> 1.01, -1.005 -> -1.01)."""'
 
 

@@ -26,7 +26,7 @@ LEFT_ALONE = {  # porcelain status line -> blob that must still be in the workin
     " D src/legacy_throttle.py": ("src/legacy_throttle.py", None),
     "?? notes/scratch.md": ("notes/scratch.md", "1894c0be74722d164ea7ee04214fbf22bb8f623e"),
 }
-VERIFY_FILES = ("verify.sh", "_oracle/", "_evalrun/")
+VERIFY_FILES = ("verify.sh", "_verifier/", "_evalrun/")
 
 
 def git(*args, check=True):

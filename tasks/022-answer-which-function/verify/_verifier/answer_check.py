@@ -1,6 +1,6 @@
 """Grade a final-answer text against required facts.
 
-usage: python3 -I _oracle/answer_check.py _oracle/facts.json
+usage: python3 -I _verifier/answer_check.py _verifier/facts.json
 The answer is read from $EVALRUN_ANSWER_FILE. Markdown emphasis/code markup is stripped,
 matching is case-insensitive. facts.json: {"facts": [{"fact": "...", "any": [regex, ...]}],
 "forbidden": [{"why": "...", "any": [regex, ...]}], "max_chars": N}; a fact is present if any regex

@@ -10,7 +10,7 @@ import verifykit as kit  # noqa: E402
 
 OLD = "fmt" + "_money"          # spelled this way so this file never matches itself
 NEW = "format_currency"
-SKIP_DIRS = {".git", "__pycache__", "_oracle", "_evalrun"}
+SKIP_DIRS = {".git", "__pycache__", "_verifier", "_evalrun"}
 SKIP_FILES = {"verify.sh"}
 
 INVOICE_ADA = ("Invoice for Ada Lovelace\n\n"
