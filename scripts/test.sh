@@ -12,6 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export EVALRUN_CI=${EVALRUN_CI:-1}
 export LITELLM_LOCAL_MODEL_COST_MAP=True OPIK_ANALYTICS_ENABLE=false
+step() { echo "test: [${SECONDS}s] $*"; }  # each step with the seconds spent so far
 
 need=()
 command -v bwrap >/dev/null 2>&1 || need+=(bubblewrap)
@@ -20,29 +21,34 @@ command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v git >/dev/null 2>&1 || need+=(git)
 if [ "${#need[@]}" -gt 0 ]; then
-  echo "test: installing ${need[*]}"
+  step "installing ${need[*]}"
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 
+step "the Python environment"
 bash scripts/bootstrap.sh
-echo "test: the built wheel, installed outside the repository, run from an empty folder"
+step "the built wheel, installed outside the repository, run from an empty folder"
 bash scripts/wheel-smoke.sh
+step "a Docker engine and the offline base image"
 bash scripts/docker-engine.sh
 bash scripts/build-base-image.sh
 
-echo "test: agent CLIs for the preset tests (into the host cache once; seconds when cached)"
+step "agent CLIs for the preset tests (into the host cache once; seconds when cached)"
 .venv/bin/evalrun agents install claude_code codex mini_swe_agent gemini_cli opencode aider
 
-echo "test: proving every bundled verifier honest and every reward hack failed, on bwrap and docker"
+step "proving every bundled verifier honest and every reward hack failed, on bwrap and docker"
 # bwrap: every attack. docker: the attacks its harness must stop; the verifier attacks test only
 # the verifiers' own code (python3 -I, the kit), the same on every backend, and tests/honesty/test_tamper.py
 # plays each of them on docker too.
 .venv/bin/evalrun check sandbox=bwrap
+step "the harness attacks on docker"
 .venv/bin/evalrun check sandbox=docker --tamper=harness concurrency=8
+step "the behaviour probes on bwrap"
 .venv/bin/evalrun check suite=probes sandbox=bwrap
-echo "test: ruff (tasks/ and probes/ fixtures excluded in pyproject.toml) and mypy on evalrun/"
+step "ruff (tasks/ and probes/ fixtures excluded in pyproject.toml) and mypy on evalrun/"
 .venv/bin/ruff check .
 .venv/bin/mypy
-echo "test: pytest"
-.venv/bin/python -m pytest -q -ra "$@"
+step "pytest (the 25 slowest listed at the end)"
+.venv/bin/python -m pytest -q -ra --durations=25 "$@"
+step "done"
