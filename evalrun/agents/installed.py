@@ -8,7 +8,7 @@ A preset (`evalrun/agents/presets/<name>.py`, one class) says only what differs 
         def package(self) -> Package: ...               # where it comes from, pinned
         def cli(self, root) -> str: ...                 # its executable in the install folder
         def command(self, launch: Launch) -> str: ...   # the non-interactive command line
-        def convert(self, native: str) -> Converted: ...  # native log -> trajectory + answer
+        def convert(self, log: str) -> Converted: ...  # agent log -> trajectory + answer
 
 plus one YAML in conf/agent/ (`_target_` and the pinned `version`). Everything else is here:
 
@@ -20,7 +20,7 @@ plus one YAML in conf/agent/ (`_target_` and the pinned `version`). Everything e
   image cannot host the agent (no python3, no bash) is skipped with the reason, before any sample.
 - `run(task, sandbox)`: a socket of the sample's own on the gateway; a scratch folder with the
   prompt, the forwarder and a launcher; the launcher starts the forwarder and runs the command
-  with the gateway's loopback URL in `$EVALRUN_GATEWAY_URL`; the native log is converted; usage
+  with the gateway's loopback URL in `$EVALRUN_GATEWAY_URL`; the agent log is converted; usage
   and cost are the gateway's meter for this sample, never the agent's own report.
 - Outcomes: a missing CLI, a forwarder or gateway failure, or a provider 429/5xx/401/403 that was
   the last thing the agent saw are `HarnessError`s (the sample is an `error`, named), never an
@@ -84,7 +84,7 @@ class Launch:
     runtime: list[str]  # runtime folders (node), if any
     prompt_file: str
     scratch: str  # a folder of the agent's own, outside the workspace
-    native_file: str  # where the command should leave its native log
+    log_file: str  # where the command should leave its agent log
     workdir: str
     model: str
     url: str = '"$EVALRUN_GATEWAY_URL"'  # a shell expression, already quoted
@@ -92,7 +92,7 @@ class Launch:
 
 @dataclass
 class Converted:
-    """A native log turned into evalrun's shape."""
+    """An agent log turned into evalrun's shape."""
 
     trajectory: list[ToolCall] = field(default_factory=list)
     output: str = ""
@@ -104,7 +104,7 @@ class InstalledAgent:
 
     name = "installed"
     apis: tuple[str, ...] = ()
-    native_name = "native.jsonl"
+    log_name = "agent.jsonl"
     env_defaults: Mapping[str, str] = {}
 
     def __init__(
@@ -148,7 +148,7 @@ class InstalledAgent:
         """Config files to write before the command runs: {in-sandbox path: text}."""
         return {}
 
-    def convert(self, native: str) -> Converted:
+    def convert(self, log: str) -> Converted:
         raise NotImplementedError
 
     # --- the run-long part ------------------------------------------------------------------
@@ -229,7 +229,7 @@ class InstalledAgent:
             runtime=self._runtime,
             prompt_file=f"{scratch}/prompt.md",
             scratch=scratch,
-            native_file=f"{scratch}/{self.native_name}",
+            log_file=f"{scratch}/{self.log_name}",
             workdir=workdir,
             model=self.model,
         )
@@ -291,14 +291,14 @@ class InstalledAgent:
             head, launch = await self._start(sandbox, session, task.spec.prompt)
             command = f"{head} {shlex.quote(self.command(launch))}"
             result = await sandbox.exec(command, env=self._env(), timeout_s=self.timeout_s)
-            native = await _read_optional(sandbox, launch.native_file) or ""
+            log = await _read_optional(sandbox, launch.log_file) or ""
         except asyncio.CancelledError:
             if live is not None:
                 live.usage = session.account.usage()
             raise
         finally:
             self._gateway.close(session)
-        converted = self.convert(native)
+        converted = self.convert(log)
         problems = list(converted.notes)
         if result.timed_out:
             problems.append(f"{self.name} timed out after {self.timeout_s:g}s")

@@ -69,7 +69,7 @@ SCRIPTS = {
 
 
 # What the report prints beside a run's first step: the tokens of the model call that asked for
-# it (the stand-in's default 100 prompt / 20 output), as far as the agent's native log tells them.
+# it (the stand-in's default 100 prompt / 20 output), as far as the agent's agent log tells them.
 FIRST_STEP_TOKENS = {
     "claude_code": "100 in tokens",
     "codex": None,
@@ -219,11 +219,11 @@ def test_the_other_presets_install_and_answer_at_their_pinned_version(
             assert agent._install is not None and agent._install.ready
 
 
-NATIVE = FIXTURES / "native"
+LOGS = FIXTURES / "logs"
 
 
 def test_gemini_cli_log_converts_to_the_common_trajectory():
-    converted = GeminiCli("0", _provider("x")).convert((NATIVE / "gemini_cli.jsonl").read_text())
+    converted = GeminiCli("0", _provider("x")).convert((LOGS / "gemini_cli.jsonl").read_text())
     assert [(s.name, s.args["command"]) for s in converted.trajectory] == [
         ("run_shell_command", "echo fixed > out5.txt")
     ]
@@ -232,7 +232,7 @@ def test_gemini_cli_log_converts_to_the_common_trajectory():
 
 
 def test_opencode_log_converts_to_the_common_trajectory():
-    converted = Opencode("0", _provider("x")).convert((NATIVE / "opencode.jsonl").read_text())
+    converted = Opencode("0", _provider("x")).convert((LOGS / "opencode.jsonl").read_text())
     [step] = converted.trajectory
     assert (step.name, step.args["command"], step.result) == (
         "bash",
@@ -244,7 +244,7 @@ def test_opencode_log_converts_to_the_common_trajectory():
 
 
 def test_aider_chat_history_converts_to_the_common_trajectory():
-    converted = Aider("0", _provider("x")).convert((NATIVE / "aider.md").read_text())
+    converted = Aider("0", _provider("x")).convert((LOGS / "aider.md").read_text())
     assert [(s.name, s.args) for s in converted.trajectory] == [("edit", {"path": "settings.py"})]
     assert converted.output.startswith("I will fix the typo.")
     assert 'print("Invalid")' in converted.output
@@ -266,16 +266,16 @@ STEP_TOKENS = [
 
 @pytest.mark.parametrize(("preset", "log", "expected"), STEP_TOKENS, ids=lambda v: str(v))
 def test_each_step_carries_the_tokens_its_model_call_reported(preset, log, expected):
-    converted = preset("0", _provider("x")).convert((NATIVE / log).read_text())
+    converted = preset("0", _provider("x")).convert((LOGS / log).read_text())
     assert [(s.input_tokens, s.output_tokens) for s in converted.trajectory] == expected
 
 
 def test_the_report_shows_a_preset_step_as_it_shows_a_coder_step():
-    steps = Opencode("0", _provider("x")).convert((NATIVE / "opencode_steps.jsonl").read_text())
+    steps = Opencode("0", _provider("x")).convert((LOGS / "opencode_steps.jsonl").read_text())
     assert step_view(steps.trajectory[0]).tokens == "1,200 in / 35 out tokens"
-    steps = ClaudeCode("0", _provider("x")).convert((NATIVE / "claude_code.jsonl").read_text())
+    steps = ClaudeCode("0", _provider("x")).convert((LOGS / "claude_code.jsonl").read_text())
     assert step_view(steps.trajectory[1]).tokens == "1,500 in tokens"  # no made-up 0 out
-    steps = Codex("0", _provider("x")).convert((NATIVE / "codex.jsonl").read_text())
+    steps = Codex("0", _provider("x")).convert((LOGS / "codex.jsonl").read_text())
     assert step_view(steps.trajectory[0]).tokens == ""
 
 

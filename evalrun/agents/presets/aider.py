@@ -5,7 +5,7 @@ Installed from PyPI into the host cache (`pip install --target`, CPython 3.11 wh
 the sandbox's python3. It calls its model through litellm's Chat Completions path: the model goes
 as `openai/<model>` with `OPENAI_API_BASE` at the gateway. Git commits, update checks and
 analytics are off. aider edits files through its diff format rather than tool calls, so its
-native log is its chat history file: each `Applied edit to <file>` becomes an `edit` step, each
+agent log is its chat history file: each `Applied edit to <file>` becomes an `edit` step, each
 `Running <command>` a `shell` step, and its last reply is the answer. Its `> Tokens: 1.2k sent,
 ...` lines are not put on steps: aider rounds counts over 999 to hundreds or thousands and, when
 the API gave no usage, prints its own tokenizer's estimate; the gateway meters the exact total.
@@ -27,7 +27,7 @@ _RUNNING = re.compile(r"^> Running (?P<command>.+?)\s*$")
 class Aider(InstalledAgent):
     name = "aider"
     apis = ("openai", "openai-compatible", "openrouter", "gemini")
-    native_name = "chat.history.md"
+    log_name = "chat.history.md"
     env_defaults = {
         "OPENAI_API_KEY": GATEWAY_KEY,
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
@@ -53,15 +53,15 @@ class Aider(InstalledAgent):
             "--no-auto-commits --no-pretty --no-stream --no-show-model-warnings "
             "--no-check-update --analytics-disable --no-show-release-notes "
             f"--input-history-file {q(launch.scratch + '/input.history')} "
-            f"--chat-history-file {q(launch.native_file)} {self.args} "
+            f"--chat-history-file {q(launch.log_file)} {self.args} "
             f"--message-file {q(launch.prompt_file)} < /dev/null"
         )
 
-    def convert(self, native: str) -> Converted:
+    def convert(self, log: str) -> Converted:
         converted = Converted()
         reply: list[str] = []
         last = ""
-        for line in native.splitlines():
+        for line in log.splitlines():
             applied, running = _APPLIED.match(line), _RUNNING.match(line)
             if applied:
                 converted.trajectory.append(ToolCall(name="edit", args={"path": applied["path"]}))

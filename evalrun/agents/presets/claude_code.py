@@ -4,7 +4,7 @@ Installed from npm as its linux platform package (one binary, no node). It speak
 Messages API, so it needs `provider=anthropic` (the preset's default); `ANTHROPIC_BASE_URL`
 points it at the gateway. Permissions are off (`--dangerously-skip-permissions`, which Claude Code
 allows as root only with `IS_SANDBOX=1`), auto-update and non-essential traffic are off. Its
-native log is `--output-format stream-json --verbose`: assistant `tool_use` blocks, user
+agent log is `--output-format stream-json --verbose`: assistant `tool_use` blocks, user
 `tool_result` blocks, and a final `result` message whose text is the answer.
 
 Each assistant event repeats its API message's `usage`, which Claude Code takes from the stream's
@@ -21,7 +21,7 @@ from datetime import datetime
 
 from evalrun.agents.install import Package
 from evalrun.agents.installed import GATEWAY_KEY, Converted, InstalledAgent, Launch
-from evalrun.agents.presets.native import count, json_lines, mapping, result_text, sequence
+from evalrun.agents.presets.logs import count, json_lines, mapping, result_text, sequence
 from evalrun.models.records import ToolCall
 
 
@@ -56,14 +56,14 @@ class ClaudeCode(InstalledAgent):
         return (
             f"ANTHROPIC_BASE_URL={launch.url} {q(launch.cli)} -p --output-format stream-json "
             f"--verbose --dangerously-skip-permissions --model {q(launch.model)} {self.args} "
-            f"< {q(launch.prompt_file)} > {q(launch.native_file)}"
+            f"< {q(launch.prompt_file)} > {q(launch.log_file)}"
         )
 
-    def convert(self, native: str) -> Converted:
+    def convert(self, log: str) -> Converted:
         converted = Converted()
         pending: dict[str, tuple[ToolCall, float | None]] = {}
         credited: set[str] = set()  # API messages whose tokens are on a step already
-        for event in json_lines(native, converted.notes):
+        for event in json_lines(log, converted.notes):
             kind = event.get("type")
             message = mapping(event.get("message"))
             blocks = sequence(message.get("content"))

@@ -5,7 +5,7 @@ Responses API, so it needs a provider with `api: openai` (`provider=openai`, the
 `OPENAI_BASE_URL` alone does not move it, so a provider of its own (`model_providers.evalrun`)
 is given on the command line with the gateway's URL and `wire_api = "responses"`. Approvals and
 codex's own sandbox are off (`--dangerously-bypass-approvals-and-sandbox`): evalrun's sandbox is
-the sandbox. Its native log is the `--json` event stream: `item.completed` events for command
+the sandbox. Its agent log is the `--json` event stream: `item.completed` events for command
 executions, file changes and tool calls, and `agent_message`s, the last of which is the answer;
 `error` items are notices (e.g. no metadata for an unknown model), `turn.failed` is a failure.
 The log's only token counts are `turn.completed`'s, summed over every model call of the run, so
@@ -18,7 +18,7 @@ import shlex
 
 from evalrun.agents.install import Package
 from evalrun.agents.installed import GATEWAY_KEY, Converted, InstalledAgent, Launch
-from evalrun.agents.presets.native import json_lines, mapping, result_text, sequence
+from evalrun.agents.presets.logs import json_lines, mapping, result_text, sequence
 from evalrun.models.records import ToolCall
 
 ARCH_TRIPLES = {"x64": "x86_64-unknown-linux-musl", "arm64": "aarch64-unknown-linux-musl"}
@@ -47,12 +47,12 @@ class Codex(InstalledAgent):
             f"{q(launch.cli)} exec --json --skip-git-repo-check "
             f"--dangerously-bypass-approvals-and-sandbox -m {q(launch.model)} "
             f"-c model_provider=evalrun -c {provider} {self.args} - "
-            f"< {q(launch.prompt_file)} > {q(launch.native_file)}"
+            f"< {q(launch.prompt_file)} > {q(launch.log_file)}"
         )
 
-    def convert(self, native: str) -> Converted:
+    def convert(self, log: str) -> Converted:
         converted = Converted()
-        for event in json_lines(native, converted.notes):
+        for event in json_lines(log, converted.notes):
             item = mapping(event.get("item"))
             if event.get("type") in ("turn.failed", "error"):  # fatal; `error` items are notices
                 error = mapping(event.get("error")) or event

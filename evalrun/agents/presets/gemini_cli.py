@@ -4,7 +4,7 @@ Installed from npm (`npm install --ignore-scripts`) with node itself from npm's 
 `node-linux-<arch>` build, since the sandboxes have no node. It speaks Google's own Gemini API,
 so it needs `provider=google` (the preset's default): `GOOGLE_GEMINI_BASE_URL` points it at the
 gateway and `~/.gemini/settings.json` selects API-key auth (the key it holds is a placeholder;
-the gateway adds the real one). Telemetry and usage statistics are off. Its native log is
+the gateway adds the real one). Telemetry and usage statistics are off. Its agent log is
 `--output-format stream-json`: `tool_use` / `tool_result` events and assistant `message`
 deltas, joined into the answer. Its only token counts are the final `result`'s run totals, so
 its steps carry no tokens of their own (the gateway meters the run's total).
@@ -17,7 +17,7 @@ import shlex
 
 from evalrun.agents.install import Package
 from evalrun.agents.installed import GATEWAY_KEY, Converted, InstalledAgent, Launch
-from evalrun.agents.presets.native import json_lines, result_text
+from evalrun.agents.presets.logs import json_lines, result_text
 from evalrun.models.records import ToolCall
 
 NODE_VERSION = "22.23.5"
@@ -61,14 +61,14 @@ class GeminiCli(InstalledAgent):
             f'"$HOME/.gemini/settings.json" && GOOGLE_GEMINI_BASE_URL={launch.url} '
             f"{q(self._node(launch))} {q(launch.cli)} --yolo -m {q(launch.model)} "
             f"--output-format stream-json {self.args} "
-            f'-p "$(cat {q(launch.prompt_file)})" < /dev/null > {q(launch.native_file)}'
+            f'-p "$(cat {q(launch.prompt_file)})" < /dev/null > {q(launch.log_file)}'
         )
 
-    def convert(self, native: str) -> Converted:
+    def convert(self, log: str) -> Converted:
         converted = Converted()
         steps: dict[str, ToolCall] = {}
         text: list[str] = []
-        for event in json_lines(native, converted.notes):
+        for event in json_lines(log, converted.notes):
             kind = event.get("type")
             if kind == "message" and event.get("role") == "assistant":
                 text.append(str(event.get("content") or ""))

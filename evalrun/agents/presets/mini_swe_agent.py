@@ -4,7 +4,7 @@ Installed from PyPI into the host cache (`pip install --target`, CPython 3.11 wh
 the sandbox's python3. It calls its model through litellm's Chat Completions path, so any
 OpenAI-compatible provider works: the model goes as `openai/<model>` with `OPENAI_API_BASE` at
 the gateway. It finishes by running `echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`
-(`--exit-immediately`); its native log is its trajectory file (`-o`), a JSON object whose
+(`--exit-immediately`); its agent log is its trajectory file (`-o`), a JSON object whose
 `messages` are chat messages with `bash` tool calls and their results.
 """
 
@@ -15,13 +15,13 @@ import shlex
 
 from evalrun.agents.install import Package
 from evalrun.agents.installed import GATEWAY_KEY, Converted, InstalledAgent, Launch
-from evalrun.agents.presets.native import from_chat_messages, mapping
+from evalrun.agents.presets.logs import from_chat_messages, mapping
 
 
 class MiniSweAgent(InstalledAgent):
     name = "mini_swe_agent"
     apis = ("openai", "openai-compatible", "openrouter", "gemini")
-    native_name = "trajectory.json"
+    log_name = "trajectory.json"
     env_defaults = {
         "OPENAI_API_KEY": GATEWAY_KEY,
         "MSWEA_CONFIGURED": "true",
@@ -47,15 +47,15 @@ class MiniSweAgent(InstalledAgent):
         return (
             f"PYTHONPATH={q(launch.root + '/site')} OPENAI_API_BASE={launch.url} "
             f"python3 -m minisweagent.run.mini -y --exit-immediately -l 0 "
-            f"-m {q('openai/' + launch.model)} -o {q(launch.native_file)} {self.args} "
+            f"-m {q('openai/' + launch.model)} -o {q(launch.log_file)} {self.args} "
             f'-t "$(cat {q(launch.prompt_file)})" < /dev/null'
         )
 
-    def convert(self, native: str) -> Converted:
-        if not native.strip():
+    def convert(self, log: str) -> Converted:
+        if not log.strip():
             return Converted(notes=["mini_swe_agent wrote no trajectory file"])
         try:
-            data = json.loads(native)
+            data = json.loads(log)
         except ValueError as exc:
             return Converted(notes=[f"mini_swe_agent trajectory: {exc}"])
         messages = data.get("messages") if isinstance(data, dict) else None

@@ -4,7 +4,7 @@ Installed from npm as its linux platform package (one binary, no node). Any Open
 provider works: a config file (`OPENCODE_CONFIG`) declares a provider `evalrun` of kind
 `@ai-sdk/openai-compatible` (bundled in the binary, so nothing is fetched) whose base URL is the
 gateway (`{env:EVALRUN_GATEWAY_URL}`), and allows edits and bash without asking. Model-list
-fetching, auto-update and sharing are off. Its native log is the `--format json` event stream:
+fetching, auto-update and sharing are off. Its agent log is the `--format json` event stream:
 `tool_use` parts (tool, input, output, timing) and `text` parts, the last of which is the answer;
 each model call ends in a `step_finish` part whose `tokens` go on that call's first tool step
 (opencode keeps cached prompt tokens and reasoning apart, so they are added back: prompt =
@@ -18,7 +18,7 @@ import shlex
 
 from evalrun.agents.install import Package
 from evalrun.agents.installed import GATEWAY_KEY, Converted, InstalledAgent, Launch
-from evalrun.agents.presets.native import count, json_lines, mapping, result_text
+from evalrun.agents.presets.logs import count, json_lines, mapping, result_text
 from evalrun.models.records import ToolCall
 
 
@@ -59,13 +59,13 @@ class Opencode(InstalledAgent):
         return (
             f"OPENCODE_CONFIG={q(launch.scratch + '/opencode.json')} {q(launch.cli)} run "
             f"--format json -m {q('evalrun/' + launch.model)} {self.args} "
-            f'"$(cat {q(launch.prompt_file)})" < /dev/null > {q(launch.native_file)}'
+            f'"$(cat {q(launch.prompt_file)})" < /dev/null > {q(launch.log_file)}'
         )
 
-    def convert(self, native: str) -> Converted:
+    def convert(self, log: str) -> Converted:
         converted = Converted()
         first: dict[str, ToolCall] = {}  # a model call's (messageID's) first tool step
-        for event in json_lines(native, converted.notes):
+        for event in json_lines(log, converted.notes):
             part = mapping(event.get("part"))
             if event.get("type") == "text" and part.get("text"):
                 converted.output = str(part["text"])

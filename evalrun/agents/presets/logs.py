@@ -1,4 +1,4 @@
-"""Shared pieces of the native-log converters: JSON lines, bounded results, chat message lists."""
+"""Shared pieces of the agent-log converters: JSON lines, bounded results, chat message lists."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def json_lines(text: str, notes: list[str]) -> Iterator[dict[str, Any]]:
         if isinstance(value, dict):
             yield value
     if bad:
-        notes.append(f"native log: {bad} line(s) were not JSON")
+        notes.append(f"agent log: {bad} line(s) were not JSON")
 
 
 def result_text(value: Any) -> str:
@@ -41,12 +41,12 @@ def result_text(value: Any) -> str:
 
 
 def mapping(value: Any) -> dict[str, Any]:
-    """`value` when the native log gave an object there, else {} (logs are untrusted)."""
+    """`value` when the agent log gave an object there, else {} (logs are untrusted)."""
     return value if isinstance(value, dict) else {}
 
 
 def sequence(value: Any) -> list[Any]:
-    """`value` when the native log gave a list there, else []."""
+    """`value` when the agent log gave a list there, else []."""
     return value if isinstance(value, list) else []
 
 
