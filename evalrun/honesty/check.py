@@ -39,8 +39,9 @@ from evalrun.honesty.tamper import (
     not_applicable,
 )
 from evalrun.models.records import Outcome, SampleRecord, SkippedEntry
-from evalrun.run.engine import Limits, run_sample
+from evalrun.run.engine import run_sample
 from evalrun.run.plan import CANNOT_LOAD
+from evalrun.run.trial import Limits
 from evalrun.sandbox.base import SandboxBackend
 from evalrun.tasks.loader import Task
 

@@ -45,8 +45,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
-from evalrun.probes.evidence import Evidence
 from evalrun.models.records import ToolCall
+from evalrun.probes.evidence import Evidence
 
 
 @dataclass(frozen=True)

@@ -21,14 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from evalrun.errors import TaskFormatError
-from evalrun.tasks.base import StepPlan, Verdict
-from evalrun.tasks.native import NativeFormat, TaskLayout
+from evalrun.models.records import AgentResult, Outcome
 from evalrun.probes.evidence import read_evidence
 from evalrun.probes.expect import Check
 from evalrun.probes.spec import RUNS, ProbeLayout, ProbeSpec, load_script, load_spec
-from evalrun.models.records import AgentResult, Outcome
 from evalrun.sandbox.base import DEFAULT_SPEC, Sandbox, SandboxBackend, SandboxSpec
+from evalrun.tasks.base import StepPlan, Verdict
 from evalrun.tasks.loader import Task, fingerprint, is_task_folder
+from evalrun.tasks.native import NativeFormat, TaskLayout
 
 SCORE_PREFIX = "expect:"
 

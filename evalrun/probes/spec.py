@@ -33,8 +33,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evalrun.config import yamlio
 from evalrun.errors import TaskFormatError
-from evalrun.tasks.base import Difficulty, JudgeSpec, TaskSpec
 from evalrun.probes.expect import MODELS, Expectation, expectation_names
+from evalrun.tasks.base import Difficulty, JudgeSpec, TaskSpec
 
 PROBE_FILE = "probe.yaml"
 RUNS = ("good", "bad")
@@ -72,7 +72,8 @@ class ProbeSpec(BaseModel):
     judges: tuple[JudgeSpec, ...] = ()
     agent_timeout_s: float | None = Field(default=None, gt=0)
     # Natural-language checks of the final answer, run as an Opik test suite with tracker=opik
-    # (evalrun.integrations.opik.suite), beside the deterministic expectations; ignored by other trackers.
+    # (evalrun.integrations.opik.suite), beside the deterministic expectations; ignored by other
+    # trackers.
     assertions: tuple[Annotated[str, Field(min_length=1)], ...] = ()
 
     @property

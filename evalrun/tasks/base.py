@@ -66,8 +66,8 @@ class TaskSpec(BaseModel):
     tags: tuple[str, ...] = ()
     judges: tuple[JudgeSpec, ...] = ()
     agent_timeout_s: float | None = Field(default=None, gt=0)
-    # false: the verifier runs as it did before `evalrun.verifier.hardening` (no start-up hook), for one
-    # that truly needs the workspace to provide a standard-library module
+    # false: the verifier runs as it did before `evalrun.verifier.hardening` (no start-up hook),
+    # for one that truly needs the workspace to provide a standard-library module
     verifier_hardening: bool = True
 
     @field_validator("prompt")

@@ -34,8 +34,9 @@ from evalrun.tasks.native import IGNORED_NAMES, TASK_FILE, TaskLayout
 class Task:
     """A loaded, validated task: its spec, its format and a content fingerprint.
 
-    `verifier_hardening`: whether grading hardens the task's verifier (`evalrun.verifier.hardening`): on
-    unless the run (`verifier_hardening=false`) or the task's own spec turns it off.
+    `verifier_hardening`: whether grading hardens the task's verifier
+    (`evalrun.verifier.hardening`): on unless the run (`verifier_hardening=false`) or the task's
+    own spec turns it off.
     """
 
     spec: TaskSpec

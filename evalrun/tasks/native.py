@@ -4,7 +4,7 @@
 NNN-slug/
   task.yaml        id, prompt, max_steps, difficulty, tags, judges, agent_timeout_s
   setup/           copied verbatim into a fresh workspace; setup/setup.sh runs there, then goes
-  verify/          the hidden verifier: verify.sh (required) + helpers, injected only after the agent
+  verify/          the hidden verifier: verify.sh (required) + helpers, injected after the agent
   solution/        gold overlay (used by `evalrun check` and agent=oracle)
   wrong/<name>/    near-miss overlays that must fail (used by `evalrun check`)
   tamper/<name>/   optional reward hacks aimed at this verifier, must fail (`evalrun check`)
@@ -12,8 +12,8 @@ NNN-slug/
 
 verify.sh runs from the workspace root with the agent's final answer at `$EVALRUN_ANSWER_FILE`;
 exit 0 is a pass. Beside it, freshly written over whatever the agent left there, is evalrun's
-verifier kit (`_evalrun/verifykit.py`, see `evalrun.verifier.verifykit`): how a verifier runs the agent's
-code in a child process and decides in its own. An overlay (solution/, wrong/<name>/,
+verifier kit (`_evalrun/verifykit.py`, see `evalrun.verifier.verifykit`): how a verifier runs
+the agent's code in a child process and decides in its own. An overlay (solution/, wrong/<name>/,
 tamper/<name>/) is copied over the workspace; if it brings a solve.sh, that runs there and is
 removed, and its stdout is the final answer.
 """

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
+from evalrun.models.records import ToolCall
 from evalrun.probes.evidence import Evidence, FileState
 from evalrun.probes.expect import KINDS, Expectation, diff_lines, expectation_names
-from evalrun.models.records import ToolCall
 
 EXPECTATION = TypeAdapter(Expectation)
 

@@ -16,21 +16,21 @@ import yaml
 from rich.console import Console
 
 from evalrun.cli.hydra import compose_config
-from evalrun.run.engine import run_sample
-from evalrun.run.trial import Limits
 from evalrun.errors import TaskFormatError, UsageError
-from evalrun.run.plan import BUNDLED_PROBES, build
 from evalrun.honesty.probes import check_probes
+from evalrun.honesty.tamper import ATTACKS
+from evalrun.models.records import AgentResult, Outcome
 from evalrun.probes.evidence import RecordingAgent
 from evalrun.probes.format import load_probe, load_probes
 from evalrun.probes.replay import ReplayAgent
-from evalrun.models.records import AgentResult, Outcome
+from evalrun.run.engine import run_sample
+from evalrun.run.plan import BUNDLED_PROBES, build
 from evalrun.run.runner import run
-from evalrun.sandbox.local import LocalBackend
+from evalrun.run.trial import Limits
 from evalrun.rundir.log import RunLog
-from evalrun.honesty.tamper import ATTACKS
-from tests.conftest import require_engine
+from evalrun.sandbox.local import LocalBackend
 from tests.analysis.test_gate import evalrun
+from tests.conftest import require_engine
 
 PROBE_IDS = sorted(p.name for p in BUNDLED_PROBES.iterdir() if (p / "probe.yaml").is_file())
 COVERED = [

@@ -16,11 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from evalrun.errors import TaskFormatError
-from evalrun.errors import ExitCode
+from evalrun.errors import ExitCode, TaskFormatError
+from evalrun.probes.format import load_probes
 from evalrun.tasks import lint
 from evalrun.tasks.loader import load_task, scan_suite
-from evalrun.probes.format import load_probes
 from tests.conftest import REPO
 from tests.tasks.harbor.test_task import harbor_task
 

@@ -206,7 +206,7 @@ class HarborSteps:
             rewards = {k: sum(r.get(k, 0.0) for r in per_step) / len(per_step) for k in keys}
         scores = {("reward" if k == "reward" else f"reward.{k}"): v for k, v in rewards.items()}
         reward = rewards["reward"]
-        verdict = self.parent.judge(
+        verdict = self.parent.verdict_for(
             reward, {**scores, **step_scores}, outputs, last.exit_code, took
         )
         if verdict.outcome is Outcome.passed:

@@ -221,7 +221,8 @@ class HarborFormat:
         return await self.run_verifier(sandbox, self.verifier, timeout_s)
 
     async def run_verifier(self, sandbox: Sandbox, verifier: Verifier, timeout_s: float) -> Verdict:
-        """Inject the tests folders, run tests/test.sh, read and judge its reward."""
+        """Inject the tests folders, run tests/test.sh, read its reward; `verdict_for` says
+        what it means."""
         timeout_s = verifier.timeout_s or timeout_s
         container = sandbox.is_container
         # a container's /logs/verifier was made fresh by `end_agent` (its parent is root's)
@@ -267,9 +268,9 @@ class HarborFormat:
             # or garbled reward: a fail. A test.sh this sandbox cannot serve is not the agent's.
             outcome = Outcome.error if isinstance(exc, _Unreachable) else Outcome.failed
             return Verdict(outcome, reason, code, output, took)
-        return self.judge(reward, scores, output, code, took)
+        return self.verdict_for(reward, scores, output, code, took)
 
-    def judge(
+    def verdict_for(
         self, reward: float, scores: dict[str, float], output: str, code: int | None, took: float
     ) -> Verdict:
         if reward >= self.reward_threshold:

@@ -23,8 +23,7 @@ from pathlib import Path
 import pytest
 
 from evalrun.cli.hydra import compose_config
-from evalrun.errors import UsageError
-from evalrun.errors import ExitCode
+from evalrun.errors import ExitCode, UsageError
 from evalrun.run.plan import build
 from evalrun.tasks.harbor.keys import TASK_TOML, ListOf, unknown_keys
 from evalrun.tasks.loader import scan_suite
