@@ -51,13 +51,6 @@ class ConfigDiff:
         out += [f"  - {k}: {v!r}" for k, v in sorted(self.removed.items())]
         return out
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "changed": {k: {"a": a, "b": b} for k, (a, b) in sorted(self.changed.items())},
-            "added": dict(sorted(self.added.items())),
-            "removed": dict(sorted(self.removed.items())),
-        }
-
 
 def diff(a: dict[str, Any], b: dict[str, Any], ignore: tuple[str, ...] = ()) -> ConfigDiff:
     """What changed from `a` to `b`, skipping keys equal to or under any `ignore` prefix."""

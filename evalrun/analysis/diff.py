@@ -26,9 +26,10 @@ bars on the summary):
   significant at p < 0.05. With fewer than 6 tasks that changed no p can get below 0.05, and
   the note says so.
 
-`diff_runs` returns a plain dict: the `--json` output, and what `evalrun.report.diff_terminal`
-prints and `evalrun.report.diff_html` lays out as a page. The figures are rounded here
-(`fmt_value`, `fmt_change`), so the one-line verdict and both reports read alike.
+`diff_runs` returns a `RunDiff` (`evalrun.models.diff`): the `--json` output, and what
+`evalrun.report.diff_terminal` prints and `evalrun.report.diff_html` lays out as a page. The
+figures are rounded here (`fmt_value`, `fmt_change`), so the one-line verdict and both reports
+read alike.
 """
 
 from __future__ import annotations
@@ -40,7 +41,27 @@ from typing import Any
 from evalrun.analysis.configdiff import NOT_RESULT_RELEVANT, diff
 from evalrun.analysis.metric_table import headline, parse_metric
 from evalrun.analysis.metrics import paired_change
-from evalrun.analysis.stats import ALPHA, FISHER_EXACT, Difference, fisher_exact
+from evalrun.analysis.stats import (
+    ALPHA,
+    FISHER_EXACT,
+    PAIRED_T,
+    SIGN_FLIP,
+    Difference,
+    fisher_exact,
+)
+from evalrun.models.diff import (
+    ConfigChanges,
+    DiffSide,
+    Figure,
+    MetricDelta,
+    PairedChange,
+    RowIndex,
+    RunDiff,
+    TaskRow,
+    TaskSetDiff,
+    TaskSignificance,
+    ValuePair,
+)
 from evalrun.models.summary import PASS_AT, PASS_HAT, Summary, TaskStats, pass_metric
 
 MIN_TASKS_FOR_SIGNIFICANCE = 6  # the smallest sign-flip p over m changed tasks is 2 / 2^m
@@ -58,14 +79,14 @@ class RunSide:
 
 
 # --- significance ----------------------------------------------------------------------------
-def task_significance(a: TaskStats, b: TaskStats) -> dict[str, Any]:
+def task_significance(a: TaskStats, b: TaskStats) -> TaskSignificance:
     p = fisher_exact(a.passes, a.n - a.passes, b.passes, b.n - b.passes)
     unchanged = a.passes * b.n == b.passes * a.n
     significant = p < ALPHA and not unchanged
     note = f"significant (Fisher p={p:.3g})" if significant else f"noise (Fisher p={p:.3g})"
     if unchanged:
         note = "no change"
-    return {"test": FISHER_EXACT, "p": p, "significant": significant, "note": note}
+    return TaskSignificance(test=FISHER_EXACT, p=p, significant=significant, note=note)
 
 
 def change_note(change: Difference | None) -> str:
@@ -87,18 +108,30 @@ def change_note(change: Difference | None) -> str:
 
 def suite_significance(
     pairs: list[tuple[TaskStats, TaskStats]], base: str = PASS_AT, k: int = 1
-) -> dict[str, Any]:
-    """The paired change of a pass metric over the shared tasks, as JSON with a `note`."""
+) -> PairedChange:
+    """The paired change of a pass metric over the shared tasks, with a `note`."""
     change = paired_change([a for a, _ in pairs], [b for _, b in pairs], base, k)
-    out: dict[str, Any] = {"metric": pass_metric(base, k)}
-    out.update(change.to_json() if change else {"tasks": 0})
-    out["note"] = change_note(change)
-    return out
+    metric, note = pass_metric(base, k), change_note(change)
+    if change is None:
+        return PairedChange(metric=metric, tasks=0, note=note)
+    return PairedChange(
+        metric=metric,
+        mean_delta=change.mean,
+        se=change.se,
+        ci95=None if change.low is None or change.high is None else (change.low, change.high),
+        p=change.p,
+        tasks=change.tasks,
+        changed_tasks=change.changed,
+        interval=PAIRED_T,
+        test=f"{SIGN_FLIP}-{'exact' if change.exact else 'monte-carlo'}",
+        significant=change.significant,
+        note=note,
+    )
 
 
 # --- the diff --------------------------------------------------------------------------------
-def _task_metrics(task: TaskStats, k: int) -> dict[str, Any]:
-    out: dict[str, Any] = {pass_metric(PASS_AT, 1): task.pass_at.get(1)}
+def _task_metrics(task: TaskStats, k: int) -> dict[str, Figure]:
+    out: dict[str, Figure] = {pass_metric(PASS_AT, 1): task.pass_at.get(1)}
     if k > 1:
         out[pass_metric(PASS_AT, k)] = task.pass_at.get(k)
     out[pass_metric(PASS_HAT, k)] = task.pass_hat.get(k)
@@ -106,14 +139,13 @@ def _task_metrics(task: TaskStats, k: int) -> dict[str, Any]:
     return out
 
 
-def _delta(a: Any, b: Any) -> float | None:
-    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (a, b))
-    return b - a if numbers else None
+def _delta(a: Figure, b: Figure) -> float | None:
+    return b - a if a is not None and b is not None else None
 
 
-def diff_runs(a: RunSide, b: RunSide) -> dict[str, Any]:
-    """The whole comparison as a JSON-ready dict (shape documented in `report.diff_html`); the
-    sides are read by `evalrun.rundir.readers.read_side`."""
+def diff_runs(a: RunSide, b: RunSide) -> RunDiff:
+    """The whole comparison (`evalrun.models.diff.RunDiff`); the sides are read by
+    `evalrun.rundir.readers.read_side`."""
     config = diff(a.config, b.config, ignore=IGNORED_CONFIG_KEYS)
     ids_a, ids_b = set(a.fingerprints), set(b.fingerprints)
     shared = sorted(ids_a & ids_b)
@@ -130,66 +162,79 @@ def diff_runs(a: RunSide, b: RunSide) -> dict[str, Any]:
         pairs.append((ta, tb))
         row_a, row_b = _task_metrics(ta, k), _task_metrics(tb, k)
         rows.append(
-            {
-                "task_id": task_id,
-                "fingerprint_changed": a.fingerprints[task_id] != b.fingerprints[task_id],
-                "a": row_a,
-                "b": row_b,
-                "delta": {m: _delta(row_a[m], row_b[m]) for m in row_a},
-                "significance": task_significance(ta, tb),
-                "index": {"a": index_a[task_id], "b": index_b[task_id]},  # report.html #t-<n>
-            }
+            TaskRow(
+                task_id=task_id,
+                fingerprint_changed=a.fingerprints[task_id] != b.fingerprints[task_id],
+                a=row_a,
+                b=row_b,
+                delta={m: _delta(row_a[m], row_b[m]) for m in row_a},
+                significance=task_significance(ta, tb),
+                index=RowIndex(a=index_a[task_id], b=index_b[task_id]),
+            )
         )
     suite_a, suite_b = headline(a.summary, k), headline(b.summary, k)
-    metrics: dict[str, dict[str, Any]] = {
-        name: {
-            "a": suite_a.get(name),
-            "b": suite_b.get(name),
-            "delta": _delta(suite_a.get(name), suite_b.get(name)),
-            "higher_is_better": parse_metric(name).higher_is_better,
-        }
+    metrics = {
+        name: MetricDelta(
+            a=suite_a.get(name),
+            b=suite_b.get(name),
+            delta=_delta(suite_a.get(name), suite_b.get(name)),
+            higher_is_better=parse_metric(name).higher_is_better,
+        )
         for name in dict.fromkeys([*suite_a, *suite_b])  # a judge may be on one side only
     }
-    for base, kk in dict.fromkeys([(PASS_AT, 1), (PASS_AT, k), (PASS_HAT, k)]):
-        if pass_metric(base, kk) in metrics:
-            metrics[pass_metric(base, kk)]["paired"] = suite_significance(pairs, base, kk)
-    return {
-        "a": {"label": str(a.run_dir), "run_id": a.summary.run_id, "state": _state(a.summary)},
-        "b": {"label": str(b.run_dir), "run_id": b.summary.run_id, "state": _state(b.summary)},
-        "verdict": verdict_line(pass_metric(PASS_AT, 1), metrics.get(pass_metric(PASS_AT, 1))),
-        "k": k,
-        "config": config.to_json(),
-        "config_not_result_relevant": sorted(
-            key for key in flat_keys(config.to_json()) if _not_result_relevant(key)
-        ),
-        "tasks": {
-            "added": sorted(ids_b - ids_a),
-            "removed": sorted(ids_a - ids_b),
-            "changed": [t for t in shared if a.fingerprints[t] != b.fingerprints[t]],
-            "rows": rows,
-        },
-        "metrics": metrics,
-        "significance": metrics[pass_metric(PASS_AT, 1)]["paired"],
+    paired = {
+        pass_metric(base, kk): suite_significance(pairs, base, kk)
+        for base, kk in dict.fromkeys([(PASS_AT, 1), (PASS_AT, k), (PASS_HAT, k)])
     }
+    for name, change in paired.items():
+        if name in metrics:
+            metrics[name].paired = change
+    changes = ConfigChanges(
+        changed={key: ValuePair(a=va, b=vb) for key, (va, vb) in sorted(config.changed.items())},
+        added=dict(sorted(config.added.items())),
+        removed=dict(sorted(config.removed.items())),
+    )
+    return RunDiff(
+        a=_side(a),
+        b=_side(b),
+        verdict=verdict_line(pass_metric(PASS_AT, 1), metrics.get(pass_metric(PASS_AT, 1))),
+        k=k,
+        config=changes,
+        config_not_result_relevant=sorted(
+            key
+            for key in [*changes.changed, *changes.added, *changes.removed]
+            if _not_result_relevant(key)
+        ),
+        tasks=TaskSetDiff(
+            added=sorted(ids_b - ids_a),
+            removed=sorted(ids_a - ids_b),
+            changed=[t for t in shared if a.fingerprints[t] != b.fingerprints[t]],
+            rows=rows,
+        ),
+        metrics=metrics,
+        significance=paired[pass_metric(PASS_AT, 1)],
+    )
 
 
-def _state(summary: Summary) -> str | None:
-    """`complete` or `partial N/M (missing cells: ...)`; None for a side that cannot tell."""
-    return summary.state.describe() if summary.state is not None else None
+def _side(side: RunSide) -> DiffSide:
+    """`state`: `complete` or `partial N/M (missing cells: ...)`; None for a side that cannot
+    tell."""
+    state = side.summary.state
+    return DiffSide(
+        label=str(side.run_dir),
+        run_id=side.summary.run_id,
+        state=state.describe() if state is not None else None,
+    )
 
 
-def partial_warnings(result: dict[str, Any]) -> list[str]:
+def partial_warnings(result: RunDiff) -> list[str]:
     """One line per side that is partial: its numbers cover only the cells it recorded."""
     return [
-        f"warning: run {side} ({result[side]['label']}) is {state}: its metrics cover only "
+        f"warning: run {name} ({side.label}) is {side.state}: its metrics cover only "
         "the recorded cells"
-        for side in ("a", "b")
-        if (state := result[side].get("state")) and state != "complete"
+        for name, side in (("a", result.a), ("b", result.b))
+        if side.state and side.state != "complete"
     ]
-
-
-def flat_keys(config_json: dict[str, Any]) -> list[str]:
-    return [key for part in ("changed", "added", "removed") for key in config_json[part]]
 
 
 def _not_result_relevant(key: str) -> bool:
@@ -247,28 +292,28 @@ def fmt_change(name: str, delta: float | None) -> str:
     return ("+" if delta > 0 else "-") + shown
 
 
-def significance_text(paired: dict[str, Any] | None) -> str:
+def significance_text(paired: PairedChange | None) -> str:
     """`p=0.03, significant` / `p=0.52, noise` / `` - for a delta's column."""
-    if not paired or paired.get("p") is None:
+    if paired is None or paired.p is None:
         return ""
-    if paired.get("changed_tasks") == 0:
+    if paired.changed_tasks == 0:
         return "no change"
-    verdict = "significant" if paired.get("significant") else "noise"
-    return f"p={paired['p']:.2g}, {verdict}"
+    verdict = "significant" if paired.significant else "noise"
+    return f"p={paired.p:.2g}, {verdict}"
 
 
-def verdict_line(name: str, entry: dict[str, Any] | None) -> str:
+def verdict_line(name: str, entry: MetricDelta | None) -> str:
     """The diff in one line: `pass@1 0.62 → 0.71 (+0.09, p=0.03, significant)`."""
-    if not entry:
+    if entry is None:
         return f"{name}: not in both runs"
-    a, b = entry.get("a"), entry.get("b")
+    a, b = entry.a, entry.b
     head = f"{name} {fmt_value(name, a)} → {fmt_value(name, b)}"
-    paired = entry.get("paired") or {}
+    paired = entry.paired
     if a is None or b is None:
         return head
-    if not paired.get("tasks"):
+    if paired is None or not paired.tasks:
         return f"{head} (no task scored in both runs)"
-    if not paired.get("changed_tasks"):
-        return f"{head} (no change on {paired['tasks']} shared tasks)"
-    change = fmt_change(name, paired.get("mean_delta"))
+    if not paired.changed_tasks:
+        return f"{head} (no change on {paired.tasks} shared tasks)"
+    change = fmt_change(name, paired.mean_delta)
     return f"{head} ({change}, {significance_text(paired)})"

@@ -234,19 +234,6 @@ class Difference:
     def significant(self) -> bool:
         return self.p is not None and self.p < ALPHA and self.mean != 0
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "mean_delta": self.mean,
-            "se": self.se,
-            "ci95": None if self.low is None else [self.low, self.high],
-            "p": self.p,
-            "tasks": self.tasks,
-            "changed_tasks": self.changed,
-            "interval": PAIRED_T,
-            "test": f"{SIGN_FLIP}-{'exact' if self.exact else 'monte-carlo'}",
-            "significant": self.significant,
-        }
-
 
 def sign_flip_p(deltas: Sequence[float], *, seed: int = SEED) -> tuple[float, bool]:
     """Two-sided p-value of "the mean change is 0": the share of the 2^m ways of giving the m

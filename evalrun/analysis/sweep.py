@@ -4,7 +4,7 @@ The sweep's Hydra callback (`hydra.callbacks.sweep_summary` in conf/config.yaml)
 launching process once every job has returned - with the basic launcher and with
 `hydra/launcher=joblib` (jobs in parallel worker processes) alike. `evalrun.rundir.readers`
 reads each job's run directory (`<sweep dir>/<job number>/`), this module lines them up, and
-`<sweep dir>/sweep.json` is written; the callback
+`<sweep dir>/sweep.json` is written (`evalrun.models.sweep.SweepFile`); the callback
 prints it as tables (`evalrun.report.sweep_terminal`) and writes the sweep page:
 
 - the swept values: the `key=value` overrides (from each job's overrides.yaml) that differ
@@ -29,14 +29,22 @@ imports this module only when a multirun ends.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
-from typing import Any
 
 from evalrun.analysis.metric_table import metric_interval, metric_value
 from evalrun.models.records import Outcome, SampleRecord
-from evalrun.models.summary import PASS_AT, PASS_HAT, Summary, pass_metric
+from evalrun.models.summary import PASS_AT, PASS_HAT, Estimate, Summary, pass_metric
+from evalrun.models.sweep import (
+    Figure,
+    JobGate,
+    JudgeAgreement,
+    JudgePair,
+    OracleAgreement,
+    SweepFile,
+    SweepJob,
+)
 
 SWEEP_FILE = "sweep.json"
 JUDGE_PASS = 0.5
@@ -51,7 +59,7 @@ class Job:
     overrides: dict[str, str]
     summary: Summary | None
     records: list[SampleRecord] = field(default_factory=list)
-    gate: dict[str, Any] = field(default_factory=dict)
+    gate: JobGate | None = None
 
 
 def swept_keys(jobs: list[Job]) -> list[str]:
@@ -67,16 +75,16 @@ def sweep_metrics(k: int) -> list[str]:
     return [*dict.fromkeys(passes), "error_rate", "cost_total", "p95_agent_s"]
 
 
-def job_metrics(summary: Summary) -> dict[str, float | int | None]:
+def job_metrics(summary: Summary) -> dict[str, Figure]:
     """The job's sample count and its `sweep_metrics`."""
     names = sweep_metrics(max(summary.ks, default=1))
     return {"samples": summary.samples, **{name: metric_value(summary, name) for name in names}}
 
 
-def job_intervals(summary: Summary) -> dict[str, dict[str, Any]]:
-    """The 95% intervals of the job's metrics that have one (`evalrun.analysis.stats.Estimate`)."""
+def job_intervals(summary: Summary) -> dict[str, Estimate]:
+    """The 95% intervals of the job's metrics that have one."""
     return {
-        name: asdict(est)
+        name: est
         for name in job_metrics(summary)
         if name != "samples" and (est := metric_interval(summary, name)) is not None
     }
@@ -87,10 +95,10 @@ def _judge_names(records: list[SampleRecord]) -> list[str]:
     return sorted(names)
 
 
-def judge_agreement(jobs: list[Job], labels: dict[int, str]) -> dict[str, Any]:
+def judge_agreement(jobs: list[Job], labels: dict[int, str]) -> JudgeAgreement:
     """Agreement of each judge with the oracle, and between judges (see the module docstring)."""
     verdicts: dict[str, dict[tuple[str, str, int], bool]] = {}
-    with_oracle: dict[str, dict[str, float | int]] = {}
+    with_oracle: dict[str, OracleAgreement] = {}
     for job in jobs:
         for name in _judge_names(job.records):
             label = f"{labels[job.num]}:{name}" if labels[job.num] else name
@@ -104,7 +112,9 @@ def judge_agreement(jobs: list[Job], labels: dict[int, str]) -> dict[str, Any]:
                 agree += judged == (rec.outcome is Outcome.passed)
             verdicts[label] = cells
             if cells:
-                with_oracle[label] = {"samples": len(cells), "agreement": agree / len(cells)}
+                with_oracle[label] = OracleAgreement(
+                    samples=len(cells), agreement=agree / len(cells)
+                )
     between = []
     for (a, va), (b, vb) in combinations(verdicts.items(), 2):
         if a.rsplit(":", 1)[-1] != b.rsplit(":", 1)[-1]:
@@ -112,34 +122,34 @@ def judge_agreement(jobs: list[Job], labels: dict[int, str]) -> dict[str, Any]:
         shared = set(va) & set(vb)
         if shared:
             same = sum(va[c] == vb[c] for c in shared)
-            between.append({"a": a, "b": b, "cells": len(shared), "agreement": same / len(shared)})
-    return {"judge_pass_at": JUDGE_PASS, "with_oracle": with_oracle, "between_judges": between}
+            between.append(JudgePair(a=a, b=b, cells=len(shared), agreement=same / len(shared)))
+    return JudgeAgreement(judge_pass_at=JUDGE_PASS, with_oracle=with_oracle, between_judges=between)
 
 
-def summarize_sweep(sweep_dir: Path, jobs: list[Job]) -> dict[str, Any]:
-    """The sweep summary as a JSON-ready dict (written as sweep.json); the jobs are read by
+def summarize_sweep(sweep_dir: Path, jobs: list[Job]) -> SweepFile:
+    """The sweep summary (written as sweep.json); the jobs are read by
     `evalrun.rundir.readers.load_jobs`."""
     keys = swept_keys(jobs)
     labels = {j.num: ",".join(f"{k}={j.overrides.get(k, '')}" for k in keys) for j in jobs}
-    return {
-        "sweep_dir": str(sweep_dir),
-        "swept": keys,
-        "jobs": [
-            {
-                "job": job.num,
-                "run_dir": str(job.run_dir),
-                "swept": {k: job.overrides.get(k) for k in keys},
-                "overrides": job.overrides,
-                "finished": job.summary is not None,
-                "state": _state(job.summary),
-                "metrics": job_metrics(job.summary) if job.summary else None,
-                "intervals": job_intervals(job.summary) if job.summary else None,
-                "gate": job.gate or None,
-            }
+    return SweepFile(
+        sweep_dir=str(sweep_dir),
+        swept=keys,
+        jobs=[
+            SweepJob(
+                job=job.num,
+                run_dir=str(job.run_dir),
+                swept={k: job.overrides.get(k) for k in keys},
+                overrides=job.overrides,
+                finished=job.summary is not None,
+                state=_state(job.summary),
+                metrics=job_metrics(job.summary) if job.summary else None,
+                intervals=job_intervals(job.summary) if job.summary else None,
+                gate=job.gate,
+            )
             for job in jobs
         ],
-        "judges": judge_agreement(jobs, labels),
-    }
+        judges=judge_agreement(jobs, labels),
+    )
 
 
 def _state(summary: Summary | None) -> str | None:

@@ -160,10 +160,10 @@ class SweepSummary(Callback):
         sweep = write_sweep_summary(sweep_dir)
         render_sweep(sweep, console)
         console.print(f"sweep summary: {sweep_dir / SWEEP_FILE}", highlight=False)
-        if sweep["jobs"]:
+        if sweep.jobs:
             page = render_sweep_html(sweep_dir)
             console.print(f"sweep report: {page}", highlight=False, soft_wrap=True)
-        codes = [(job["gate"] or {}).get("exit_code", 0) for job in sweep["jobs"]]
+        codes = [job.gate.exit_code if job.gate else 0 for job in sweep.jobs]
         _gate_exit_codes.append(max(codes, default=0))
         stopped = sweep_stopped()
         if stopped:

@@ -220,54 +220,49 @@ def run_state(planned: Iterable[CellKey], recorded: Iterable[CellKey]) -> RunSta
     return RunState(cells=len(cells), recorded=len(cells) - len(missing), missing=missing)
 
 
-class SampleRecord(BaseModel):
-    """One finished sample: one JSON line in samples.jsonl."""
+class SampleCore(BaseModel):
+    """What every reader of a sample needs: its cell, its outcome and why, the time of each
+    phase and the judges' scores. `SampleRecord` (the whole line) and `SampleDigest` (the line
+    parsed only this far) share it."""
 
-    run_id: str
     task_id: str
     fingerprint: str
     trial: int
     outcome: Outcome
     reason: str | None = None
-    verify_exit_code: int | None = None
-    verify_output: str = ""
-    timed_out_phase: str | None = None
     phases: Phases = Field(default_factory=Phases)
-    agent: AgentResult = Field(default_factory=AgentResult)
-    attempts: int = 1
-    started_at: float
-    finished_at: float
     scores: dict[str, float | None] = Field(default_factory=dict)  # judge name -> 0-1; None: failed
     judge_reasons: dict[str, str] = Field(default_factory=dict)  # judge name -> its reason
-    workspace_diff: WorkspaceDiff | None = None  # None: not recorded (a harness error)
 
     @property
     def key(self) -> CellKey:
         return CellKey(task_id=self.task_id, fingerprint=self.fingerprint, trial=self.trial)
+
+
+class SampleRecord(SampleCore):
+    """One finished sample: one JSON line in samples.jsonl."""
+
+    run_id: str
+    verify_exit_code: int | None = None
+    verify_output: str = ""
+    timed_out_phase: Literal["setup", "agent", "verify"] | None = None
+    agent: AgentResult = Field(default_factory=AgentResult)
+    attempts: int = 1
+    started_at: float
+    finished_at: float
+    workspace_diff: WorkspaceDiff | None = None  # None: not recorded (a harness error)
 
 
 class _AgentUsage(BaseModel):
     usage: Usage = Field(default_factory=Usage)
 
 
-class SampleDigest(BaseModel):
+class SampleDigest(SampleCore):
     """The fields of a SampleRecord that metrics and resume need (judge scores included).
     Parsing a line into this skips trajectories and outputs, which makes reading a large run
     several times faster."""
 
-    task_id: str
-    fingerprint: str
-    trial: int
-    outcome: Outcome
-    reason: str | None = None
-    phases: Phases = Field(default_factory=Phases)
     agent: _AgentUsage = Field(default_factory=_AgentUsage)
-    scores: dict[str, float | None] = Field(default_factory=dict)
-    judge_reasons: dict[str, str] = Field(default_factory=dict)
-
-    @property
-    def key(self) -> CellKey:
-        return CellKey(task_id=self.task_id, fingerprint=self.fingerprint, trial=self.trial)
 
 
 # --- a record as it can be written (evalrun.models.writable) -------------------------------

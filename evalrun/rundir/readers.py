@@ -18,6 +18,7 @@ from evalrun.analysis.gate import Baseline, ThresholdProfile, build_profile
 from evalrun.analysis.sweep import SWEEP_FILE, Job, summarize_sweep
 from evalrun.errors import ExitCode, UsageError
 from evalrun.models.summary import Summary
+from evalrun.models.sweep import JobGate, SweepFile
 from evalrun.rundir.log import RunLog, read_summary, sweep_jobs
 
 
@@ -54,11 +55,10 @@ def load_jobs(sweep_dir: Path) -> list[Job]:
     return jobs
 
 
-def write_sweep_summary(sweep_dir: Path) -> dict[str, Any]:
-    """Summarise the sweep and write it as sweep.json (once, after the last job); the sweep as
-    JSON (its jobs' gates in `["jobs"][n]["gate"]["exit_code"]`)."""
+def write_sweep_summary(sweep_dir: Path) -> SweepFile:
+    """Summarise the sweep and write it as sweep.json (once, after the last job)."""
     sweep = summarize_sweep(sweep_dir, load_jobs(sweep_dir))
-    (Path(sweep_dir) / SWEEP_FILE).write_text(json.dumps(sweep, indent=2, default=str) + "\n")
+    (Path(sweep_dir) / SWEEP_FILE).write_text(json.dumps(sweep.to_json(), indent=2) + "\n")
     return sweep
 
 
@@ -71,15 +71,16 @@ def _override_pairs(overrides: list[str]) -> dict[str, str]:
     return pairs
 
 
-def _gate(run: RunLog, summary: Summary) -> dict[str, Any]:
+def _gate(run: RunLog, summary: Summary) -> JobGate | None:
     """Re-check the job's own profile (as resolved in its config.yaml) on its summary."""
     profile_cfg = run.config.get("profile")
     if not isinstance(profile_cfg, dict):
-        return {}
+        return None
     try:
         profile = profile_for(OmegaConf.create(profile_cfg), run.config.get("baseline"))
     except UsageError as exc:
-        return {"profile": profile_cfg.get("name"), "error": str(exc), "exit_code": ExitCode.USAGE}
+        name = profile_cfg.get("name")
+        return JobGate(profile=name, error=str(exc), exit_code=ExitCode.USAGE)
     breaches = [str(b) for b in profile.check(summary)]
     code = ExitCode.FAILED if breaches else ExitCode.OK
-    return {"profile": profile.name, "breaches": breaches, "exit_code": code}
+    return JobGate(profile=profile.name, breaches=breaches, exit_code=code)

@@ -46,7 +46,8 @@ def two_runs(make_task, tmp_path):
 
 
 def test_diff_of_two_crafted_runs(two_runs):
-    result = diff_runs(*map(read_side, two_runs))
+    diff = diff_runs(*map(read_side, two_runs))
+    result = diff.to_json()  # what `evalrun diff --json` prints
     config = result["config"]
     assert config["changed"]["agent._target_"] == {
         "a": "evalrun.agents.oracle.OracleAgent",
@@ -87,7 +88,7 @@ def test_diff_of_two_crafted_runs(two_runs):
     assert metrics["pass^5"]["paired"]["mean_delta"] == -1.0
 
     out = io.StringIO()
-    render_diff(result, Console(file=out, width=200))
+    render_diff(diff, Console(file=out, width=200))
     text = out.getvalue()
     assert "agent._target_" in text and "concurrency (does not affect results)" in text
     assert "tasks only in b: 004-new" in text and "tasks only in a: 003-gone" in text
@@ -105,7 +106,7 @@ def test_identical_runs_show_no_change(make_task, tmp_path):
     suite = make_task().parent
     run_suite(suite, tmp_path / "a")
     run_suite(suite, tmp_path / "b")
-    result = diff_runs(read_side(tmp_path / "a"), read_side(tmp_path / "b"))
+    result = diff_runs(read_side(tmp_path / "a"), read_side(tmp_path / "b")).to_json()
     assert not any(result["config"].values())
     assert (
         result["tasks"]["added"] == result["tasks"]["removed"] == result["tasks"]["changed"] == []
@@ -136,16 +137,16 @@ def test_small_swings_are_noise_and_consistent_drops_are_not():
     # 20 tasks, each one trial, half flip up and half flip down: the suite did not move
     mixed = [(stats(f"t{i}", i % 2, 1), stats(f"t{i}", 1 - i % 2, 1)) for i in range(20)]
     verdict = suite_significance(mixed)
-    assert verdict["significant"] is False and "noise" in verdict["note"]
+    assert verdict.significant is False and "noise" in verdict.note
     # 20 tasks each dropping from 5/5 to 3/5: a real regression
     dropped = [(stats(f"t{i}", 5, 5), stats(f"t{i}", 3, 5)) for i in range(20)]
     verdict = suite_significance(dropped)
-    assert verdict["significant"] is True and verdict["ci95"][1] < 0
-    assert verdict["p"] == 2 / 2**20 and verdict["test"] == "sign-flip-exact"
+    assert verdict.significant is True and verdict.ci95 is not None and verdict.ci95[1] < 0
+    assert verdict.p == 2 / 2**20 and verdict.test == "sign-flip-exact"
     # 4 tasks that all fell: consistent, but four coin flips can do that 1 time in 8
     few = [(stats(f"t{i}", 1, 1), stats(f"t{i}", 0, 1)) for i in range(4)]
     verdict = suite_significance(few)
-    assert verdict["p"] == 2 / 16 and verdict["significant"] is False
+    assert verdict.p == 2 / 16 and verdict.significant is False
 
 
 def test_cli_json_and_errors(two_runs, tmp_path):
@@ -188,7 +189,7 @@ def test_diff_warns_when_either_side_is_partial(two_runs, tmp_path):
     shown = " ".join(proc.stdout.split())
     assert f"warning: run b ({partial}) is partial 7/15 (missing cells: " in shown
     assert "warning: run a" not in shown
-    result = diff_runs(read_side(run_a), read_side(partial))
+    result = diff_runs(read_side(run_a), read_side(partial)).to_json()
     assert result["a"]["state"] == "complete" and result["b"]["state"].startswith("partial 7/15")
     assert sum(row["b"]["n"] for row in result["tasks"]["rows"]) == 7  # what was recorded
     as_json = evalrun("diff", str(partial), str(run_a), "--json")

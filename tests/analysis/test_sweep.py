@@ -159,7 +159,7 @@ def test_judge_agreement_with_the_oracle_and_between_judges(tmp_path):
             ("error", {"quality": 0.9}),  # harness errors are not judged against the oracle
         ],
     )
-    judges = summarize_sweep(tmp_path, load_jobs(tmp_path))["judges"]
+    judges = summarize_sweep(tmp_path, load_jobs(tmp_path)).to_json()["judges"]
     assert judges["with_oracle"] == {
         "judge=a:quality": {"samples": 4, "agreement": 0.75},
         "judge=b:quality": {"samples": 3, "agreement": 2 / 3},
@@ -178,8 +178,8 @@ def test_an_unfinished_job_is_listed_without_metrics(tmp_path):
     fake_job(tmp_path, 1, ["agent=noop"], [("fail", {})])
     (tmp_path / "1" / "summary.json").unlink()
     sweep = summarize_sweep(tmp_path, load_jobs(tmp_path))
-    assert [j["finished"] for j in sweep["jobs"]] == [True, False]
-    assert sweep["jobs"][1]["metrics"] is None
+    assert [j["finished"] for j in sweep.to_json()["jobs"]] == [True, False]
+    assert sweep.to_json()["jobs"][1]["metrics"] is None
     out = io.StringIO()
     render_sweep(sweep, Console(file=out, width=200))
     assert "unfinished" in out.getvalue()
@@ -192,7 +192,7 @@ def test_config_yaml_of_a_job_round_trips_into_its_gate(tmp_path, name):
     if name == "regression":
         config["profile"]["floors"] = {"pass@1": 0.5}
     (tmp_path / "0" / "config.yaml").write_text(yaml.safe_dump(config))
-    gate = summarize_sweep(tmp_path, load_jobs(tmp_path))["jobs"][0]["gate"]
+    gate = summarize_sweep(tmp_path, load_jobs(tmp_path)).to_json()["jobs"][0]["gate"]
     assert gate["exit_code"] == (1 if name == "regression" else 0)
 
 

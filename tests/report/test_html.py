@@ -8,6 +8,7 @@ from html.parser import HTMLParser
 import pytest
 
 from evalrun.errors import UsageError
+from evalrun.models.diff import RunDiff
 from evalrun.report.diff_html import render_diff_html
 from evalrun.report.html import write_html
 from evalrun.report.rundata import load_run
@@ -133,38 +134,63 @@ def test_a_sweep_page_needs_job_folders(tmp_path):
         render_sweep_html(tmp_path)
 
 
-DIFF = {
-    "a": "runs/base",
-    "b": {"label": "runs/<new>"},
-    "config": {
-        "changed": {"agent.provider.model": {"a": "m-1", "b": "m-2"}, "trials": [3, 5]},
-        "added": {"agent.temperature": 0.2},
-        "removed": {},
-    },
-    "tasks": {
-        "added": ["009-new"],
-        "removed": [],
-        "rows": [
-            {
-                "task_id": "001-x",
-                "a": {"pass@1": 0.5},
-                "b": {"pass@1": 1.0},
-                "significance": {"p": 0.52, "note": "noise (Fisher p=0.52)"},
-            }
-        ],
-    },
-    "metrics": {
-        "pass@1": {
-            "a": 0.5,
-            "b": 0.25,
-            "paired": {"mean_delta": -0.25, "ci95": [-0.4, -0.1], "p": 0.008, "significant": True},
+PAIRED = {"metric": "pass@1", "tasks": 1, "note": "noise"}
+DIFF = RunDiff.model_validate(
+    {
+        "a": {"label": "runs/base", "run_id": "base", "state": "complete"},
+        "b": {"label": "runs/<new>", "run_id": "new", "state": "complete"},
+        "verdict": "pass@1 0.50 → 0.25 (-0.25, p=0.008, significant)",
+        "k": 1,
+        "config": {
+            "changed": {
+                "agent.provider.model": {"a": "m-1", "b": "m-2"},
+                "trials": {"a": 3, "b": 5},
+            },
+            "added": {"agent.temperature": 0.2, "agent.note": "<b>extra</b>"},
+            "removed": {},
         },
-        "cost.total_usd": {"a": 2.0, "b": 1.0},
-        "samples": {"a": 10, "b": 12},
-    },
-    "notes": "<b>extra</b>",
-    "significance": {"test": "sign-flip-exact", "note": "significant: -0.250, p=0.008"},
-}
+        "config_not_result_relevant": [],
+        "tasks": {
+            "added": ["009-new"],
+            "removed": [],
+            "changed": [],
+            "rows": [
+                {
+                    "task_id": "001-x",
+                    "fingerprint_changed": False,
+                    "a": {"pass@1": 0.5, "passes": 1, "n": 2},
+                    "b": {"pass@1": 1.0, "passes": 2, "n": 2},
+                    "delta": {"pass@1": 0.5, "passes": 1, "n": 0},
+                    "significance": {
+                        "test": "fisher-exact",
+                        "p": 0.52,
+                        "significant": False,
+                        "note": "noise (Fisher p=0.52)",
+                    },
+                    "index": {"a": 0, "b": 0},
+                }
+            ],
+        },
+        "metrics": {
+            "pass@1": {
+                "a": 0.5,
+                "b": 0.25,
+                "delta": -0.25,
+                "higher_is_better": True,
+                "paired": {
+                    **PAIRED,
+                    "mean_delta": -0.25,
+                    "ci95": [-0.4, -0.1],
+                    "p": 0.008,
+                    "significant": True,
+                },
+            },
+            "cost_total": {"a": 2.0, "b": 1.0, "delta": -1.0, "higher_is_better": False},
+            "error_rate": {"a": 0.1, "b": 0.1, "delta": 0.0, "higher_is_better": False},
+        },
+        "significance": {**PAIRED, "note": "significant: -0.250, p=0.008"},
+    }
+)
 
 
 def test_a_diff_page_colours_improvements_and_regressions():
@@ -174,15 +200,26 @@ def test_a_diff_page_colours_improvements_and_regressions():
     assert '<span class="up">-$1.00</span>' in text  # cost fell: better
     # the change over shared tasks: its p-value and verdict (bold: significant), its interval
     assert '<b>p=0.008, significant</b> <span class="muted">[-0.40, -0.10]</span>' in text
-    assert '<span class="">+2</span>' in text  # samples: neither
+    assert '<span class="">0</span>' in text  # error rate: unchanged
     assert '0.50 → 1.00 <span class="up">+0.50</span>' in text  # per-task pass@1 rose
     assert "agent.provider.model" in text and "m-2" in text and ">5<" in text
     assert "<b>added (1)</b>: 009-new" in text
-    assert "&lt;b&gt;extra&lt;/b&gt;" in text  # unknown keys are shown, escaped
+    assert "&lt;b&gt;extra&lt;/b&gt;" in text  # config values are shown, escaped
     assert "p=0.52, noise" in text  # the task's own significance, beside its delta
     assert "<b>significance</b>: significant: -0.250, p=0.008" in text
 
 
 def test_an_empty_diff_still_renders():
-    text = render_diff_html({})
+    side = {"label": "a", "run_id": "a", "state": None}
+    empty = {"changed": {}, "added": {}, "removed": {}}
+    no_tasks = {"added": [], "removed": [], "changed": [], "rows": []}
+    text = render_diff_html(
+        RunDiff.model_validate(
+            {
+                "a": side, "b": {**side, "label": "b"}, "verdict": "pass@1: not in both runs",
+                "k": 1, "config": empty, "config_not_result_relevant": [], "tasks": no_tasks,
+                "metrics": {}, "significance": {**PAIRED, "tasks": 0},
+            }
+        )
+    )  # fmt: skip
     assert "The resolved configs are identical." in text and "No metrics compared." in text

@@ -32,7 +32,7 @@ def diff_command(args: list[str], console: Console) -> int:
     as_json, html = options.json, options.html
     result = diff_runs(read_side(options.run_a), read_side(options.run_b))
     if as_json:
-        print(json.dumps(result, indent=2, default=str))
+        print(json.dumps(result.to_json(), indent=2))
         for line in partial_warnings(result):  # on stderr, so the JSON stays parseable
             make_console(stderr=True).print(line, soft_wrap=True)
     else:
