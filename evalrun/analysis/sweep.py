@@ -15,7 +15,7 @@ prints it as tables (`evalrun.report.sweep_terminal`) and writes the sweep page:
   in other processes;
 - judge agreement, when samples carry judge scores (`SampleRecord.scores[<judge>]`, the keys that
   also have a `judge_reasons` entry): a score >= 0.5 counts as judge-pass; agreement with the
-  oracle is the fraction of a job's scored samples where judge-pass equals the oracle's pass;
+  verifier is the fraction of a job's scored samples where judge-pass equals the verifier's pass;
   agreement between two judges (the same criterion scored in two jobs, e.g. under
   `-m judge=a,b`) is the fraction of cells (task, fingerprint, trial) both scored where they agree.
   With a deterministic agent (`agent=oracle`) the two jobs judged the same work; with a model
@@ -41,9 +41,9 @@ from evalrun.models.sweep import (
     JobGate,
     JudgeAgreement,
     JudgePair,
-    OracleAgreement,
     SweepFile,
     SweepJob,
+    VerifierAgreement,
 )
 
 SWEEP_FILE = "sweep.json"
@@ -96,9 +96,9 @@ def _judge_names(records: list[SampleRecord]) -> list[str]:
 
 
 def judge_agreement(jobs: list[Job], labels: dict[int, str]) -> JudgeAgreement:
-    """Agreement of each judge with the oracle, and between judges (see the module docstring)."""
+    """Agreement of each judge with the verifier, and between judges (see the module docstring)."""
     verdicts: dict[str, dict[tuple[str, str, int], bool]] = {}
-    with_oracle: dict[str, OracleAgreement] = {}
+    with_verifier: dict[str, VerifierAgreement] = {}
     for job in jobs:
         for name in _judge_names(job.records):
             label = f"{labels[job.num]}:{name}" if labels[job.num] else name
@@ -112,7 +112,7 @@ def judge_agreement(jobs: list[Job], labels: dict[int, str]) -> JudgeAgreement:
                 agree += judged == (rec.outcome is Outcome.passed)
             verdicts[label] = cells
             if cells:
-                with_oracle[label] = OracleAgreement(
+                with_verifier[label] = VerifierAgreement(
                     samples=len(cells), agreement=agree / len(cells)
                 )
     between = []
@@ -123,7 +123,9 @@ def judge_agreement(jobs: list[Job], labels: dict[int, str]) -> JudgeAgreement:
         if shared:
             same = sum(va[c] == vb[c] for c in shared)
             between.append(JudgePair(a=a, b=b, cells=len(shared), agreement=same / len(shared)))
-    return JudgeAgreement(judge_pass_at=JUDGE_PASS, with_oracle=with_oracle, between_judges=between)
+    return JudgeAgreement(
+        judge_pass_at=JUDGE_PASS, with_verifier=with_verifier, between_judges=between
+    )
 
 
 def summarize_sweep(sweep_dir: Path, jobs: list[Job]) -> SweepFile:

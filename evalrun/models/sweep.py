@@ -52,7 +52,7 @@ class SweepJob(BaseModel):
     """None: unfinished, or its config has no profile."""
 
 
-class OracleAgreement(BaseModel):
+class VerifierAgreement(BaseModel):
     """One judge against the verifier: the share of its scored samples where judge-pass
     (score >= `judge_pass_at`) equals the verifier's pass."""
 
@@ -74,7 +74,7 @@ class JudgeAgreement(BaseModel):
     """How far the sweep's LLM judges agree, keyed `<swept values>:<score name>`."""
 
     judge_pass_at: float
-    with_oracle: dict[str, OracleAgreement]
+    with_verifier: dict[str, VerifierAgreement]
     between_judges: list[JudgePair]
 
 

@@ -49,14 +49,14 @@ def render_sweep(sweep: SweepFile, console: Console) -> None:
         )
     console.print(table)
     judges = sweep.judges
-    if not judges.with_oracle:
+    if not judges.with_verifier:
         console.print("judges: no judge scores in these jobs", highlight=False)
         return
     table = Table(title=f"Judge agreement (judge-pass: score >= {JUDGE_PASS})")
     for column in ("judge", "vs", "samples", "agreement"):
         table.add_column(column)
-    for label, entry in judges.with_oracle.items():
-        table.add_row(label, "oracle", str(entry.samples), _fmt(entry.agreement))
+    for label, entry in judges.with_verifier.items():
+        table.add_row(label, "verifier", str(entry.samples), _fmt(entry.agreement))
     for pair in judges.between_judges:
         table.add_row(pair.a, pair.b, str(pair.cells), _fmt(pair.agreement))
     console.print(table)

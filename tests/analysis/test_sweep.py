@@ -47,7 +47,7 @@ def test_two_job_multirun_writes_a_sweep_summary(make_task, tmp_path):
     assert [j["metrics"]["pass^2"] for j in jobs] == [1.0, 0.0]
     assert [j["metrics"]["samples"] for j in jobs] == [4, 4]
     assert jobs[0]["overrides"]["tasks_dir"] == str(suite)  # common overrides kept, not swept
-    assert sweep["judges"]["with_oracle"] == {}
+    assert sweep["judges"]["with_verifier"] == {}
     table = proc.stdout[proc.stdout.index("Sweep ") :]
     assert "oracle" in table and "noop" in table and "1.000" in table and "0.000" in table
     assert "judges: no judge scores in these jobs" in proc.stdout
@@ -136,7 +136,7 @@ def fake_job(root, num, overrides, outcomes_scores):
 
 
 def test_judge_agreement_with_the_oracle_and_between_judges(tmp_path):
-    # job 0 (judge a): agrees with the oracle on 3 of 4; job 1 (judge b): on 2 of 4 (one error)
+    # job 0 (judge a): agrees with the verifier on 3 of 4; job 1 (judge b): on 2 of 4 (one error)
     fake_job(
         tmp_path,
         0,
@@ -156,11 +156,11 @@ def test_judge_agreement_with_the_oracle_and_between_judges(tmp_path):
             ("pass", {"quality": 0.2}),
             ("pass", {"quality": 1.0}),
             ("fail", {"quality": 0.0, "reward": 1.0}),  # reward is no judge
-            ("error", {"quality": 0.9}),  # harness errors are not judged against the oracle
+            ("error", {"quality": 0.9}),  # harness errors are not judged against the verifier
         ],
     )
     judges = summarize_sweep(tmp_path, load_jobs(tmp_path)).to_json()["judges"]
-    assert judges["with_oracle"] == {
+    assert judges["with_verifier"] == {
         "judge=a:quality": {"samples": 4, "agreement": 0.75},
         "judge=b:quality": {"samples": 3, "agreement": 2 / 3},
     }
