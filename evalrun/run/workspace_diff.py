@@ -61,16 +61,16 @@ TIMEOUT_S = 60.0
 # bidi overrides) as \xNN, a backslash as \\ - so a name with a backslash in it is always an
 # escaped one, and `raw_of` gives back the exact bytes.
 _NAMES = r"""
-import unicodedata
 SHOWN_AS_BYTES = ("Cc", "Cf", "Zl", "Zp")
 def name_of(raw):
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         text = None
+    if text is not None and "\\" not in text and text.isascii() and text.isprintable():
+        return text
+    import unicodedata  # only for the names that need it: an import costs the listing time
     if text is not None and "\\" not in text:
-        if text.isascii() and text.isprintable():
-            return text
         if not any(unicodedata.category(c) in SHOWN_AS_BYTES for c in text):
             return text
     out = []
@@ -102,8 +102,31 @@ def raw_of(name):
 """
 
 _LISTING = r"""
-import base64, hashlib, json, os, stat, sys, zlib
-mode, limits = sys.argv[1], json.loads(sys.argv[2])
+import os, stat, sys, zlib
+from binascii import b2a_base64
+try:  # the C parts of json and hashlib: importing the modules costs more than the listing
+    from _json import encode_basestring_ascii as quote
+except ImportError:
+    from json.encoder import py_encode_basestring_ascii as quote
+try:
+    from _sha256 import sha256
+except ImportError:
+    try:
+        from _sha2 import sha256
+    except ImportError:
+        from hashlib import sha256
+def dumps(obj):
+    if isinstance(obj, str):
+        return quote(obj)
+    if obj is None or obj is True or obj is False:
+        return {None: "null", True: "true", False: "false"}[obj]
+    if isinstance(obj, int):
+        return str(obj)
+    if isinstance(obj, dict):
+        return "{" + ",".join(quote(k) + ":" + dumps(v) for k, v in obj.items()) + "}"
+    return "[" + ",".join(dumps(v) for v in obj) + "]"
+mode = sys.argv[1]
+limits = {k: int(v) for k, v in (p.split("=") for p in sys.argv[2].split(","))}
 def sniff(head):
     if b"\0" in head[:8192]:
         return False
@@ -122,8 +145,8 @@ def text_of(path):
     except OSError:
         return None
 def emit(obj):
-    raw = zlib.compress(json.dumps(obj, separators=(",", ":")).encode(), 6)
-    sys.stdout.write(base64.b64encode(raw).decode())
+    raw = zlib.compress(dumps(obj).encode(), 6)
+    sys.stdout.write(b2a_base64(raw, newline=False).decode())
 if mode == "read":
     wanted = [(p, raw_of(p)) for p in sys.argv[3:]]
     emit({"texts": {p: text_of(raw) if os.path.isfile(raw) else None for p, raw in wanted}})
@@ -188,7 +211,7 @@ while stack and not skipped:  # iterative: a chain of folders thousands deep is 
                 if st.st_size > limits["hash_max"]:
                     digest = "size:%d:mtime:%d" % (st.st_size, st.st_mtime_ns)
                 else:
-                    h = hashlib.sha256(head)
+                    h = sha256(head)
                     for chunk in iter(lambda: fh.read(1 << 20), b""):
                         h.update(chunk)
                     digest = h.hexdigest()[:32]
@@ -202,10 +225,10 @@ while stack and not skipped:  # iterative: a chain of folders thousands deep is 
             budget -= len(text)
     stack.extend((d, depth + 1) for d in reversed(subdirs))
 out = {"files": files, "texts": texts, "skipped": skipped}
-encoded = zlib.compress(json.dumps(out, separators=(",", ":")).encode(), 6)
+encoded = zlib.compress(dumps(out).encode(), 6)
 while len(encoded) * 4 // 3 > limits["output_max"] and out["texts"]:
     out["texts"].pop(max(out["texts"], key=lambda p: len(out["texts"][p])))
-    encoded = zlib.compress(json.dumps(out, separators=(",", ":")).encode(), 6)
+    encoded = zlib.compress(dumps(out).encode(), 6)
 if len(encoded) * 4 // 3 > limits["output_max"]:
     out = {"files": {}, "texts": {}, "skipped": "the workspace listing is too large to compare"}
 emit(out)
@@ -214,18 +237,18 @@ _SCRIPT = _NAMES + _LISTING
 
 
 def _limits() -> str:
-    return json.dumps(
-        {
-            "max_files": MAX_FILES,
-            "max_bytes": MAX_BYTES,
-            "hash_max": HASH_MAX,
-            "text_max": TEXT_MAX,
-            "text_budget": TEXT_BUDGET,
-            "output_max": OUTPUT_MAX,
-            "max_depth": MAX_DEPTH,
-            "max_folders": MAX_FOLDERS,
-        }
-    )
+    """The listing's bounds as its second argument: `name=value,...` (no json to import)."""
+    limits = {
+        "max_files": MAX_FILES,
+        "max_bytes": MAX_BYTES,
+        "hash_max": HASH_MAX,
+        "text_max": TEXT_MAX,
+        "text_budget": TEXT_BUDGET,
+        "output_max": OUTPUT_MAX,
+        "max_depth": MAX_DEPTH,
+        "max_folders": MAX_FOLDERS,
+    }
+    return ",".join(f"{name}={value}" for name, value in limits.items())
 
 
 @dataclass(frozen=True)
