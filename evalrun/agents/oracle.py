@@ -1,4 +1,4 @@
-"""`agent=oracle`: applies a task's gold solution, so an honest oracle must pass it.
+"""`agent=oracle`: applies a task's gold solution, so an honest verifier must pass it.
 
 What "the gold solution" is belongs to the task's format (`TaskFormat.solve`): the solution/
 overlay (plus its solve.sh) for evalrun tasks, solution/solve.sh run in the workspace for Harbor
@@ -15,8 +15,6 @@ from evalrun.models.records import AgentResult
 from evalrun.sandbox.base import Sandbox
 from evalrun.tasks.loader import Task
 from evalrun.tasks.native import apply_overlay
-
-__all__ = ["OracleAgent", "OverlayAgent", "apply_overlay"]
 
 
 class OracleAgent:
