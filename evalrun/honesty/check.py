@@ -38,9 +38,8 @@ from evalrun.honesty.tamper import (
     attacks_for,
     not_applicable,
 )
-from evalrun.models.records import Outcome, SampleRecord, SkippedEntry
+from evalrun.models.records import Outcome, SampleRecord, SkipKind, SkippedEntry
 from evalrun.run.engine import run_sample
-from evalrun.run.plan import CANNOT_LOAD
 from evalrun.run.trial import Limits
 from evalrun.sandbox.base import SandboxBackend
 from evalrun.tasks.loader import Task
@@ -189,7 +188,7 @@ def report(
         )
     for task in skipped:
         mark = styled(
-            "[red]cannot load[/]" if task.kind == CANNOT_LOAD else "[yellow]cannot run[/]"
+            "[red]cannot load[/]" if task.kind is SkipKind.cannot_load else "[yellow]cannot run[/]"
         )
         table.add_row(Text(task.id), "", "", "", "", mark)
     console.print(table)

@@ -201,12 +201,19 @@ class RunState(BaseModel):
         return f"partial {self.recorded}/{self.cells} (missing cells: {listed}{more})"
 
 
+class SkipKind(StrEnum):
+    """Why a task of the suite did not run."""
+
+    cannot_load = "cannot load"  # its folder is broken
+    cannot_run = "cannot run"  # the sandbox cannot host it
+
+
 class SkippedEntry(BaseModel):
-    """A task of the suite that did not run: `kind` is `cannot load` (its folder is broken) or
-    `cannot run` (the sandbox cannot host it); `reason` names the file/key or what is missing."""
+    """A task of the suite that did not run, and why; `reason` names the file/key or what is
+    missing."""
 
     id: str
-    kind: str
+    kind: SkipKind
     reason: str
 
 

@@ -31,7 +31,7 @@ from evalrun.bundled import PROBES_DIR, TASKS_DIR
 from evalrun.config.schema import EvalConfig, SuiteKind, resolved_dict
 from evalrun.console import make_console, styled
 from evalrun.errors import UsageError, bad_value
-from evalrun.models.records import CellKey, SampleRecord, SkippedEntry
+from evalrun.models.records import CellKey, SampleRecord, SkipKind, SkippedEntry
 from evalrun.run.judges import Judge, NoJudge, build_judge
 from evalrun.run.trial import Limits
 from evalrun.rundir.dirs import is_dir_template
@@ -48,8 +48,6 @@ if TYPE_CHECKING:
 
 BUNDLED_TASKS = TASKS_DIR
 BUNDLED_PROBES = PROBES_DIR
-CANNOT_LOAD = "cannot load"
-CANNOT_RUN = "cannot run"
 
 
 # --- trackers: sinks for a run's records beside the local store (`tracker=<name>`) -----------
@@ -105,7 +103,7 @@ class RunPlan:
 
     @property
     def unloadable(self) -> list[SkippedEntry]:
-        return [s for s in self.skipped if s.kind == CANNOT_LOAD]
+        return [s for s in self.skipped if s.kind == SkipKind.cannot_load]
 
     @property
     def cells(self) -> list[tuple[Task, int]]:
@@ -114,12 +112,6 @@ class RunPlan:
     def cell_keys(self) -> set[CellKey]:
         return {cell_key(t, i) for t, i in self.cells}
 
-    def task_meta(self) -> dict[str, dict]:
-        return {
-            t.id: {"difficulty": t.spec.difficulty.value, "tags": list(t.spec.tags)}
-            for t in self.tasks
-        }
-
     def to_plan_file(self) -> PlanFile:
         """plan.json (`evalrun.rundir.log.PlanFile`), written before the first sample."""
         from evalrun.models.plan import PlanFile, PlannedTask, RunKind
@@ -127,7 +119,7 @@ class RunPlan:
 
         return PlanFile(
             schema_version=PLAN_SCHEMA,
-            kind=RunKind.probes if self.suite == "probes" else RunKind.tasks,
+            kind=RunKind(self.suite),
             run_id=self.run_id,
             run_dir=str(self.run_dir),
             tasks_dir=str(self.tasks_dir),
@@ -278,7 +270,8 @@ def refuse_unloadable(suite: Suite, ids: list[str]) -> list[SkippedEntry]:
         lines = "\n".join(f"  {u.describe()}" for u in suite.unloadable)
         raise UsageError(f"no task in {suite.tasks_dir} could be loaded:\n{lines}")
     return [
-        SkippedEntry(id=u.task_id, kind=CANNOT_LOAD, reason=u.describe()) for u in suite.unloadable
+        SkippedEntry(id=u.task_id, kind=SkipKind.cannot_load, reason=u.describe())
+        for u in suite.unloadable
     ]
 
 
@@ -345,7 +338,8 @@ def build(cfg: DictConfig) -> RunPlan:
     # with its reason, or refused when named in ids; the limit applies to what can run.
     tasks, unrunnable = runnable_on(chosen, backend, explicit=bool(ids))
     skipped += [
-        SkippedEntry(id=task_id, kind=CANNOT_RUN, reason=reason) for task_id, reason in unrunnable
+        SkippedEntry(id=task_id, kind=SkipKind.cannot_run, reason=reason)
+        for task_id, reason in unrunnable
     ]
     if cfg.limit is not None:
         tasks = select(tasks, tags=[], difficulty=[], ids=[], limit=cfg.limit)
@@ -425,7 +419,7 @@ def without_unhostable(plan: RunPlan, scope: RunScope) -> RunPlan:
         if reason is None:
             kept.append(task)
         else:
-            skipped.append(SkippedEntry(id=task.id, kind=CANNOT_RUN, reason=reason))
+            skipped.append(SkippedEntry(id=task.id, kind=SkipKind.cannot_run, reason=reason))
     if not skipped:
         return plan
     if not kept:

@@ -211,7 +211,7 @@ def test_opik_dying_mid_run_is_reported_once_and_push_catches_up(
         plan.tracker.record(record)
         records.append(record)
     store.close()
-    plan.tracker.finish(summarize(records, plan.task_meta(), run_id=plan.run_id, trials=1))
+    plan.tracker.finish(summarize(records, plan.to_plan_file().task_meta(), run_id=plan.run_id, trials=1))
     err = capsys.readouterr().err
     assert err.count("opik:") == 1 and "not everything reached Opik" in err, err
     assert f"evalrun push {run_dir}" in err and "Traceback" not in err
