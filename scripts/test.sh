@@ -38,12 +38,14 @@ step "agent CLIs for the preset tests (into the host cache once; seconds when ca
 .venv/bin/evalrun agents install claude_code codex mini_swe_agent gemini_cli opencode aider
 
 step "proving every bundled verifier honest and every reward hack failed, on bwrap and docker"
-# bwrap: every attack. docker: the attacks its harness must stop; the verifier attacks test only
-# the verifiers' own code (python3 -I, the kit), the same on every backend, and tests/honesty/test_tamper.py
-# plays each of them on docker too.
+# bwrap: every attack against every bundled task. docker: the attacks its harness must stop (the
+# verifier attacks test only the verifiers' own code, the same on every backend), against five
+# tasks of different shapes (hidden helpers, git, sqlite, an answer): the harness's defences do
+# not depend on the task. tests/honesty/test_tamper.py plays every attack on docker too.
 .venv/bin/evalrun check sandbox=bwrap
 step "the harness attacks on docker"
-.venv/bin/evalrun check sandbox=docker --tamper=harness concurrency=8
+.venv/bin/evalrun check sandbox=docker --tamper=harness concurrency=8 \
+  "ids=[003-error-message-typo,014-fix-flaky-test,016-git-branch-partial-commit,021-sqlite-multi-step,023-answer-sqlite-question]"
 step "the behaviour probes on bwrap"
 .venv/bin/evalrun check suite=probes sandbox=bwrap
 step "ruff (tasks/ and probes/ fixtures excluded in pyproject.toml) and mypy on evalrun/"
