@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +17,16 @@ os.environ.setdefault("OPIK_ANALYTICS_ENABLE", "false")
 
 REPO = Path(__file__).resolve().parent.parent
 IN_CI = os.environ.get("EVALRUN_CI") == "1"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A suite started in the background (`cmd &` in a script) inherits SIGINT ignored, and so
+    would every evalrun it starts - an ignored stop signal stays ignored, as under `nohup` - so
+    the Ctrl-C and SIGHUP tests would see nothing arrive. They need them delivered."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def require_engine(available: bool, what: str) -> None:

@@ -150,7 +150,7 @@ libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_void_p, ctypes.c_
 pid = os.getppid()
 reached = []
 for target in sorted({1, pid}):
-    if libc.ptrace(16, target, None, None) == 0:  # PTRACE_ATTACH
+    if libc.ptrace(0x4206, target, None, None) == 0:  # PTRACE_SEIZE: attached, not stopped
         reached.append(f"ptrace {target}")
     try:
         open(f"/proc/{target}/mem", "r+b").close()
