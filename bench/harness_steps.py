@@ -39,6 +39,7 @@ from evalrun.agents.oracle import OracleAgent
 from evalrun.cli.hydra import compose_config
 from evalrun.errors import UsageError
 from evalrun.models.records import CellKey, Outcome, SampleRecord
+from evalrun.run import workspace_diff
 from evalrun.run.engine import run_sample
 from evalrun.run.trial import Limits
 from evalrun.rundir.store import RunStore
@@ -81,6 +82,23 @@ def _is_listing(cmd: Any) -> bool:
     return not isinstance(cmd, str) and list(cmd[:3]) == ["python3", "-I", "-S"]
 
 
+_list = workspace_diff._run
+
+
+async def _timed_listing(box: Any, *args: str) -> dict[str, Any]:
+    """The workspace listing, wherever it runs (in the sandbox, or here on a host folder)."""
+    steps = box._steps
+    step = "listing after agent" if steps.stage == "after" else "listing before agent"
+    start = time.perf_counter()
+    try:
+        return await _list(box, *args)
+    finally:
+        steps.add(step, time.perf_counter() - start)
+
+
+workspace_diff._run = _timed_listing
+
+
 class TimedSandbox:
     """Delegates to a real sandbox, charging each call's time to its step."""
 
@@ -100,11 +118,8 @@ class TimedSandbox:
 
     async def exec(self, cmd: Any, **kwargs: Any) -> Any:
         stage = self._steps.stage
-        if _is_listing(cmd):
-            step = "listing before agent" if stage != "after" else "listing after agent"
-        else:
-            step = {"setup": "setup.sh", "agent": "agent", "after": "verify"}[stage]
-        if step == "agent":
+        step = {"setup": "setup.sh", "agent": "agent", "after": "verify"}[stage]
+        if step == "agent" or _is_listing(cmd):  # a listing is timed whole, by `_timed_listing`
             return await self._inner.exec(cmd, **kwargs)  # the agent's own time, counted whole
         return await self._timed(step, self._inner.exec(cmd, **kwargs))
 

@@ -123,5 +123,3 @@ def check_args(args: Sequence[str], commands: Iterable[str]) -> tuple[list[str],
         raise UsageError(f"{expects_value} needs a value", hint="evalrun --help lists the options")
     refuse_schema_options(overrides)
     return flags, overrides
-
-

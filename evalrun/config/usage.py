@@ -41,6 +41,8 @@ ADD_HINT = (
     "'+' adds an entry only to a free-form mapping such as +agent.env.NAME=value; "
     "`evalrun --cfg job` shows every key"
 )
+
+
 def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
     """The candidate closest to `word`, when one is close enough to be a typo of it."""
     close = difflib.get_close_matches(word, sorted(set(candidates)), n=1, cutoff=0.6)

@@ -1,7 +1,10 @@
 """What the agent changed in the workspace: files added, removed and modified, with a unified
 diff of the text files - recorded on every sample, on every backend, through the sandbox API.
 
-Two looks at the workspace, each one `exec` of a small python3 script inside the sandbox:
+Two looks at the workspace, each one run of a small python3 script: inside the sandbox (an
+`exec`), or in the harness's own process when the workspace is a host folder and nothing of the
+sample runs (`Sandbox.host_workspace`: local, bwrap) - the same code either way, never following
+a link:
 
 1. `take_snapshot`, after the workspace is prepared and before the agent starts: every file's
    kind, mode, size and sha256, and the text of the small text files (the "before" side of the
@@ -32,10 +35,13 @@ into its bytes.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import difflib
+import functools
 import json
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -125,8 +131,6 @@ def dumps(obj):
     if isinstance(obj, dict):
         return "{" + ",".join(quote(k) + ":" + dumps(v) for k, v in obj.items()) + "}"
     return "[" + ",".join(dumps(v) for v in obj) + "]"
-mode = sys.argv[1]
-limits = {k: int(v) for k, v in (p.split("=") for p in sys.argv[2].split(","))}
 def sniff(head):
     if b"\0" in head[:8192]:
         return False
@@ -135,105 +139,109 @@ def sniff(head):
     except UnicodeDecodeError as exc:
         return len(head) > 8192 and exc.start >= 8189  # a character cut at 8 KiB
     return True
-def text_of(path):
+def text_of(path, text_max):
     try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return None
         with open(path, "rb") as fh:
-            data = fh.read(limits["text_max"] + 1)
-        if len(data) > limits["text_max"] or not sniff(data):
+            data = fh.read(text_max + 1)
+        if len(data) > text_max or not sniff(data):
             return None
         return data.decode("utf-8", "replace")
     except OSError:
         return None
-def emit(obj):
-    raw = zlib.compress(dumps(obj).encode(), 6)
-    sys.stdout.write(b2a_base64(raw, newline=False).decode())
-if mode == "read":
-    wanted = [(p, raw_of(p)) for p in sys.argv[3:]]
-    emit({"texts": {p: text_of(raw) if os.path.isfile(raw) else None for p, raw in wanted}})
-    sys.exit(0)
-files, texts, total, budget, skipped = {}, {}, 0, limits["text_budget"], None
-stack, folders = [(b".", 0)], 0
-while stack and not skipped:  # iterative: a chain of folders thousands deep is no recursion
-    top, depth = stack.pop()
-    folders += 1
-    if folders > limits["max_folders"]:
-        skipped = "the workspace holds more than %d folders" % limits["max_folders"]
-        break
-    if depth > limits["max_depth"]:  # named, not entered
-        files[name_of(top[2:])] = ["deep", 0, 0, "", False]
-        continue
-    try:
-        with os.scandir(top) as found:
-            entries = sorted(found, key=lambda e: e.name)
-    except OSError:
-        continue
-    in_git = os.path.basename(top) == b".git"  # where branches point, not the objects
-    subdirs = []
-    for entry in entries:
-        try:
-            is_dir = entry.is_dir(follow_symlinks=False)
-        except OSError:
-            continue
-        if is_dir:
-            if not in_git or entry.name == b"refs":
-                subdirs.append(entry.path)
-            continue
-        if in_git and entry.name not in (b"HEAD", b"packed-refs"):
-            continue
-        raw = entry.path[2:]
-        path = name_of(raw)
-        try:
-            st = os.lstat(raw)
-        except OSError:
-            continue
-        if len(files) >= limits["max_files"]:
-            skipped = "the workspace holds more than %d files" % limits["max_files"]
+def encoded(obj):
+    return b2a_base64(zlib.compress(dumps(obj).encode(), 6), newline=False).decode()
+def listing(argv, root):
+    mode, cut = argv[0], len(root) + 1
+    limits = {k: int(v) for k, v in (p.split("=") for p in argv[1].split(","))}
+    if mode == "read":
+        wanted = [(p, os.path.join(root, raw_of(p))) for p in argv[2:]]
+        return encoded({"texts": {p: text_of(raw, limits["text_max"]) for p, raw in wanted}})
+    files, texts, total, budget, skipped = {}, {}, 0, limits["text_budget"], None
+    stack, folders = [(root, 0)], 0
+    while stack and not skipped:  # iterative: a chain of folders thousands deep is no recursion
+        top, depth = stack.pop()
+        folders += 1
+        if folders > limits["max_folders"]:
+            skipped = "the workspace holds more than %d folders" % limits["max_folders"]
             break
-        perm = stat.S_IMODE(st.st_mode)
-        if stat.S_ISLNK(st.st_mode):
+        if depth > limits["max_depth"]:  # named, not entered
+            files[name_of(top[cut:])] = ["deep", 0, 0, "", False]
+            continue
+        try:
+            with os.scandir(top) as found:
+                entries = sorted(found, key=lambda e: e.name)
+        except OSError:
+            continue
+        in_git = os.path.basename(top) == b".git"  # where branches point, not the objects
+        subdirs = []
+        for entry in entries:
             try:
-                target = name_of(os.readlink(raw))
+                is_dir = entry.is_dir(follow_symlinks=False)
             except OSError:
-                target = "unreadable"
-            files[path] = ["link", perm, 0, target, False]
-            continue
-        if not stat.S_ISREG(st.st_mode):
-            continue
-        total += min(st.st_size, limits["hash_max"])
-        if total > limits["max_bytes"]:
-            skipped = "the workspace holds more than %d MB" % (limits["max_bytes"] >> 20)
-            break
-        digest, text, texty = "unreadable", None, False
-        try:
-            with open(raw, "rb") as fh:
-                head = fh.read(1 << 20)
-                texty = sniff(head)
-                if st.st_size > limits["hash_max"]:
-                    digest = "size:%d:mtime:%d" % (st.st_size, st.st_mtime_ns)
-                else:
-                    h = sha256(head)
-                    for chunk in iter(lambda: fh.read(1 << 20), b""):
-                        h.update(chunk)
-                    digest = h.hexdigest()[:32]
-            if texty and mode == "keep" and len(head) <= limits["text_max"]:
-                text = head.decode("utf-8", "replace")
-        except OSError:
-            pass
-        files[path] = ["file", perm, st.st_size, digest, texty]
-        if mode == "keep" and text is not None and len(text) <= budget:
-            texts[path] = text
-            budget -= len(text)
-    stack.extend((d, depth + 1) for d in reversed(subdirs))
-out = {"files": files, "texts": texts, "skipped": skipped}
-encoded = zlib.compress(dumps(out).encode(), 6)
-while len(encoded) * 4 // 3 > limits["output_max"] and out["texts"]:
-    out["texts"].pop(max(out["texts"], key=lambda p: len(out["texts"][p])))
-    encoded = zlib.compress(dumps(out).encode(), 6)
-if len(encoded) * 4 // 3 > limits["output_max"]:
-    out = {"files": {}, "texts": {}, "skipped": "the workspace listing is too large to compare"}
-emit(out)
+                continue
+            if is_dir:
+                if not in_git or entry.name == b"refs":
+                    subdirs.append(entry.path)
+                continue
+            if in_git and entry.name not in (b"HEAD", b"packed-refs"):
+                continue
+            raw = entry.path
+            path = name_of(raw[cut:])
+            try:
+                st = os.lstat(raw)
+            except OSError:
+                continue
+            if len(files) >= limits["max_files"]:
+                skipped = "the workspace holds more than %d files" % limits["max_files"]
+                break
+            perm = stat.S_IMODE(st.st_mode)
+            if stat.S_ISLNK(st.st_mode):
+                try:
+                    target = name_of(os.readlink(raw))
+                except OSError:
+                    target = "unreadable"
+                files[path] = ["link", perm, 0, target, False]
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            total += min(st.st_size, limits["hash_max"])
+            if total > limits["max_bytes"]:
+                skipped = "the workspace holds more than %d MB" % (limits["max_bytes"] >> 20)
+                break
+            digest, text, texty = "unreadable", None, False
+            try:
+                with open(os.open(raw, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK), "rb") as fh:
+                    head = fh.read(1 << 20)
+                    texty = sniff(head)
+                    if st.st_size > limits["hash_max"]:
+                        digest = "size:%d:mtime:%d" % (st.st_size, st.st_mtime_ns)
+                    else:
+                        h = sha256(head)
+                        for chunk in iter(lambda: fh.read(1 << 20), b""):
+                            h.update(chunk)
+                        digest = h.hexdigest()[:32]
+                if texty and mode == "keep" and len(head) <= limits["text_max"]:
+                    text = head.decode("utf-8", "replace")
+            except OSError:
+                pass
+            files[path] = ["file", perm, st.st_size, digest, texty]
+            if mode == "keep" and text is not None and len(text) <= budget:
+                texts[path] = text
+                budget -= len(text)
+        stack.extend((d, depth + 1) for d in reversed(subdirs))
+    out = {"files": files, "texts": texts, "skipped": skipped}
+    text = encoded(out)
+    while len(text) > limits["output_max"] and out["texts"]:
+        out["texts"].pop(max(out["texts"], key=lambda p: len(out["texts"][p])))
+        text = encoded(out)
+    if len(text) > limits["output_max"]:
+        out = {"files": {}, "texts": {}, "skipped": "the workspace listing is too large to compare"}
+        text = encoded(out)
+    return text
 """
-_SCRIPT = _NAMES + _LISTING
+_SCRIPT = _NAMES + _LISTING + "sys.stdout.write(listing(sys.argv[1:], b'.'))\n"
 
 
 def _limits() -> str:
@@ -276,7 +284,19 @@ class SnapshotFailed(Exception):
     """The listing could not be taken; the message says why (for the diff's note)."""
 
 
+@functools.cache
+def _listing_here() -> Callable[[list[str], bytes], str]:
+    """The listing script's `listing` function, for the harness's own process."""
+    namespace: dict[str, Any] = {}
+    exec(compile(_NAMES + _LISTING, "<evalrun listing>", "exec"), namespace)
+    return namespace["listing"]
+
+
 async def _run(box: Sandbox, *args: str) -> dict[str, Any]:
+    workspace = box.host_workspace
+    if workspace is not None:  # nothing runs: list the host folder here, one process start less
+        text = await asyncio.to_thread(_listing_here(), list(args), bytes(workspace))
+        return _decoded(text)
     result = await box.exec(["python3", "-I", "-S", "-c", _SCRIPT, *args], timeout_s=TIMEOUT_S)
     if result.exit_code == 127:
         raise SnapshotFailed("the sandbox has no python3 to list the workspace with")
@@ -285,8 +305,12 @@ async def _run(box: Sandbox, *args: str) -> dict[str, Any]:
     if result.exit_code != 0:
         detail = (result.stderr.strip().splitlines() or [f"exit {result.exit_code}"])[-1]
         raise SnapshotFailed(f"listing the workspace failed: {detail}")
+    return _decoded(result.stdout)
+
+
+def _decoded(text: str) -> dict[str, Any]:
     try:
-        return json.loads(zlib.decompress(base64.b64decode(result.stdout.strip())))
+        return json.loads(zlib.decompress(base64.b64decode(text.strip())))
     except (ValueError, zlib.error) as exc:
         raise SnapshotFailed(f"the workspace listing was cut or unreadable ({exc})") from exc
 

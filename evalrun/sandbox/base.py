@@ -65,6 +65,13 @@ class Sandbox(Protocol):
         as the sandbox's one user and `user` is not honoured."""
         ...
 
+    @property
+    def host_workspace(self) -> Path | None:
+        """The workspace's host folder, when the harness may read and change it there directly
+        right now (local; bwrap while no command runs) - never following a link the agent
+        planted (`evalrun.sandbox.common.hostfs`). None: only through commands (containers)."""
+        ...
+
     async def exec(
         self,
         cmd: Command,

@@ -41,7 +41,8 @@ from evalrun.sandbox.base import (
     SandboxSpec,
     sandbox_env,
 )
-from evalrun.sandbox.common.clear import clear_argv, clear_notes
+from evalrun.sandbox.common import hostfs
+from evalrun.sandbox.common.clear import clear_argv, clear_notes, restored_notes
 from evalrun.sandbox.common.owner import (
     MARKER_FILE,
     PROCESS_MARKER,
@@ -84,6 +85,10 @@ class LocalSandbox:
         self._output_limit = output_limit
         self._path_env = path_env
         self._verifying = False
+
+    @property
+    def host_workspace(self) -> Path:
+        return Path(self.workdir)
 
     def _abs(self, path: str) -> Path:
         return Path(path) if os.path.isabs(path) else Path(self.workdir) / path
@@ -145,6 +150,13 @@ class LocalSandbox:
         self._verifying = False
 
     async def clear(self, paths: Sequence[str]) -> list[str]:
+        places = {self.workdir: self.host_workspace, self.private_dir: Path(self.private_dir)}
+        try:
+            absolute = [str(self._abs(p)) for p in paths]
+            restored = await asyncio.to_thread(hostfs.clear_in, places, absolute)
+            return restored_notes(restored, self.workdir)
+        except (hostfs.NotHere, OSError):
+            pass  # the script below handles (or reports) what is there
         result = await self.exec(clear_argv(paths), timeout_s=CLEAR_TIMEOUT_S)
         if not result.ok:
             detail = result.stderr.strip() or f"exit {result.exit_code}"

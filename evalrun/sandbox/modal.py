@@ -127,6 +127,7 @@ class ModalSandbox:
     private_dir = PRIVATE_DIR
     is_container = True  # absolute paths (/tests, /logs) are the sandbox's own
     switches_users = False  # every command runs as the sandbox's one user
+    host_workspace = None  # the workspace is only reached through commands
 
     limit_poll_s: float | None = None
 

@@ -110,7 +110,9 @@ def test_big_text_files_are_named_with_a_note(tmp_path, monkeypatch, request):
 
 
 class NoPython:
-    """A sandbox whose image has no python3 (some task images)."""
+    """A container whose image has no python3 (some task images)."""
+
+    host_workspace = None
 
     async def exec(self, cmd, **kwargs):
         return ExecResult(127, "", "python3: command not found", 0.0)

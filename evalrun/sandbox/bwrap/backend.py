@@ -28,14 +28,17 @@ a seccomp filter refuses ptrace and cross-process memory calls and /proc is read
 agent's code a verifier runs cannot reach bubblewrap's init, which reports the exit status, or
 any process of the verifier - `evalrun.sandbox.common.seccomp`).
 
-Files move in and out by running `tar`, `cat` and `base64` inside the sandbox, never by host-side
-path arithmetic: a symlink the agent planted (`verify.sh -> /host/file`) is then resolved inside
-the sandbox, where it can only reach the sample's own folders, so the harness cannot be tricked
-into reading or writing the host. A folder goes in as a tar stream through a pipe. The one
-exception is the harness writing a file into its private folder after the agent phase (the
-answer file, the verifier's hook): no command but the harness's own ever had that folder
-writable, so nothing in it was planted, and the file is written on the host directly (never
-following a symlink) - one bubblewrap start less per file.
+Files move in and out by running `tar`, `cat` and `base64` inside the sandbox while anything of
+the sample may run: a symlink the agent planted (`verify.sh -> /host/file`) is then resolved
+inside the sandbox, where it can only reach the sample's own folders, so the harness cannot be
+tricked into reading or writing the host. A folder goes in as a tar stream through a pipe. While
+no command runs - and then nothing of the sample runs at all, since every command's processes
+end with it - the harness copies folders in, clears paths and lists the workspace on the host
+itself, one bubblewrap start less per step (`host_workspace`): through folder descriptors that
+never follow a link (`evalrun.sandbox.common.hostfs`), handing anything unusual back to the
+commands above. The harness writes files into its private folder after the agent phase (the
+answer file, the verifier's hook) on the host directly too: no command but the harness's own
+ever had that folder writable, so nothing in it was planted.
 
 What a task may ask (`SandboxSpec`): its workspace at another absolute path (`/app`: bound there
 instead of /workspace), no network (always honoured, also with `network: host`), the network
@@ -94,7 +97,8 @@ from evalrun.sandbox.base import (
     sandbox_env,
 )
 from evalrun.sandbox.bwrap import cgroup
-from evalrun.sandbox.common.clear import clear_argv, clear_notes
+from evalrun.sandbox.common import hostfs
+from evalrun.sandbox.common.clear import clear_argv, clear_notes, restored_notes
 from evalrun.sandbox.common.limits import DiskLimit, check_positive, host_disk_usage
 from evalrun.sandbox.common.owner import (
     MARKER_FILE,
@@ -182,7 +186,14 @@ class BwrapSandbox:
         self._group = group
         self._home, self._tmp = "home", "tmp"  # folders under root, bound at HOME_DIR and /tmp
         self._agent_done = False
+        self._running = 0  # commands in flight; none: nothing of the sample runs
         self.limit_poll_s = DISK_POLL_S if self.limits.disk is not None else None
+
+    @property
+    def host_workspace(self) -> Path | None:
+        """The workspace's host folder while no command runs: every command's processes end
+        with it (its own pid namespace), so then nothing of the sample can change the tree."""
+        return self.root / "workspace" if self._running == 0 else None
 
     def _cwd(self, cwd: str | None) -> str:
         return os.path.normpath(os.path.join(self.workdir, cwd or "."))
@@ -244,6 +255,7 @@ class BwrapSandbox:
             limits=self.limits,
             shield_fd=shield,
         )
+        self._running += 1
         try:
             return await run_process(
                 host_argv,
@@ -257,6 +269,7 @@ class BwrapSandbox:
         except OSError as exc:
             raise SandboxError(f"could not start bubblewrap: {exc}") from exc
         finally:
+            self._running -= 1
             if shield is not None:
                 os.close(shield)
 
@@ -312,6 +325,14 @@ class BwrapSandbox:
         return data
 
     async def put(self, host_dir: Path, path: str = ".") -> None:
+        workspace, inside = self.host_workspace, self._inside(path)
+        if workspace is not None and inside is not None:
+            try:
+                return await asyncio.to_thread(
+                    hostfs.copy_in, Path(host_dir), workspace, inside, self._host_uid
+                )
+            except (hostfs.NotHere, OSError):
+                pass  # the sandboxed way below handles (or reports) what is there
         try:
             pipe = TarPipe(Path(host_dir))
         except OSError as exc:
@@ -336,8 +357,20 @@ class BwrapSandbox:
         self._home, self._tmp = "home", "tmp"
         self._agent_done = False
 
+    def _inside(self, path: str) -> str | None:
+        """`path` relative to the workspace, or None when it is outside."""
+        inside = os.path.relpath(self._abs(path), self.workdir)
+        return None if inside == ".." or inside.startswith("../") else inside
+
     async def clear(self, paths: Sequence[str]) -> list[str]:
         absolute = [self._abs(p) for p in paths]
+        if self.host_workspace is not None:
+            places = {self.workdir: self.root / "workspace", PRIVATE_DIR: self.root / "private"}
+            try:
+                restored = await asyncio.to_thread(hostfs.clear_in, places, absolute)
+                return restored_notes(restored, self.workdir)
+            except (hostfs.NotHere, OSError):
+                pass  # the script below handles (or reports) what is there
         result = await self._run(
             clear_argv(absolute), Role.harness, cwd="/", timeout_s=CLEAR_TIMEOUT_S
         )

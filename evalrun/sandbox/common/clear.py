@@ -40,10 +40,18 @@ def clear_argv(paths: Sequence[str]) -> list[str]:
 
 def clear_notes(stdout: str, workdir: str) -> list[str]:
     """One note per permission the script restored, naming the folder as the agent knows it."""
-    notes = []
+    folders = []
     for line in stdout.splitlines():
         kind, _, folder = line.partition("\t")
         if kind == "restored":
-            where = "the workspace root" if folder in (".", workdir) else folder
-            notes.append(f"the harness restored the owner's rwx on {where} (the agent removed it)")
+            folders.append(folder)
+    return restored_notes(folders, workdir)
+
+
+def restored_notes(folders: Sequence[str], workdir: str) -> list[str]:
+    """One note per folder whose owner's rwx the harness restored before clearing."""
+    notes = []
+    for folder in folders:
+        where = "the workspace root" if folder in (".", workdir) else folder
+        notes.append(f"the harness restored the owner's rwx on {where} (the agent removed it)")
     return notes

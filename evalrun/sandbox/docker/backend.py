@@ -151,6 +151,7 @@ class DockerSandbox:
     private_dir = PRIVATE_DIR
     is_container = True  # absolute paths (/tests, /logs) are the container's own
     switches_users = True  # exec(..., user=...) runs a command as another user
+    host_workspace = None  # the workspace is only reached through commands
 
     def __init__(self, backend: DockerBackend, container: Any, started: Started):
         self._backend = backend
