@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from evalrun.models.records import AgentResult
-from evalrun.run.engine import execute
+from evalrun.run.engine import Batch, execute
 from evalrun.run.trial import Limits
 from evalrun.sandbox.local import LocalBackend
 from evalrun.tasks.loader import load_task
@@ -60,11 +60,9 @@ def measure(samples: int, seconds: float, concurrency: int, task_dir: Path) -> f
     asyncio.run(
         execute(
             [(task, i) for i in range(samples)],
-            WaitingAgent(seconds),
-            LocalBackend(),
-            Limits(max_retries=0),
-            run_id="bench",
-            concurrency=concurrency,
+            Batch(
+                WaitingAgent(seconds), LocalBackend(), Limits(max_retries=0), "bench", concurrency
+            ),
             on_record=records.append,
         )
     )

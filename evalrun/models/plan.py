@@ -58,11 +58,7 @@ class PlanFile(BaseModel):
 
     def cell_keys(self) -> list[CellKey]:
         """The planned cells in plan order (task, then trial)."""
-        return [
-            CellKey(task_id=t.id, fingerprint=t.fingerprint, trial=i)
-            for t in self.tasks
-            for i in range(self.trials)
-        ]
+        return [CellKey.of(t, i) for t in self.tasks for i in range(self.trials)]
 
     def task_meta(self) -> dict[str, dict[str, Any]]:
         """task id -> {difficulty, tags}, what `metrics.summarize` groups by."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from enum import StrEnum
-from typing import Any, Literal, cast
+from typing import Any, Literal, Protocol, cast
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator
 
@@ -160,6 +160,16 @@ class Phases(BaseModel):
     verify: float | None = None
 
 
+class Fingerprinted(Protocol):
+    """A task as a cell names it: its id and the fingerprint of its content."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def fingerprint(self) -> str: ...
+
+
 class CellKey(BaseModel):
     """One cell of the plan: a task (at a given content fingerprint) and a trial index."""
 
@@ -168,6 +178,11 @@ class CellKey(BaseModel):
     task_id: str
     fingerprint: str
     trial: int
+
+    @classmethod
+    def of(cls, task: Fingerprinted, trial: int) -> CellKey:
+        """The cell of trial `trial` of `task` (a loaded task, or one named in plan.json)."""
+        return cls(task_id=task.id, fingerprint=task.fingerprint, trial=trial)
 
     @property
     def label(self) -> str:

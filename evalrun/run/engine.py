@@ -15,6 +15,7 @@ import stat
 import time
 from collections.abc import Callable, Coroutine
 from contextlib import suppress
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from evalrun.agents.base import Agent
@@ -59,21 +60,30 @@ Cell = tuple[Task, int]
 OnRecord = Callable[[SampleRecord], None]
 
 
+@dataclass(frozen=True)
+class Batch:
+    """What every sample of one `execute` runs with (`RunPlan.batch` for a run's): the agent,
+    the backend its sandboxes come from, the limits, the run's id, how many samples at a time,
+    and the judge that scores each record after grading (None: no judge)."""
+
+    agent: Agent
+    backend: SandboxBackend
+    limits: Limits
+    run_id: str
+    concurrency: int = 1
+    judge: Judge | None = None
+
+
 async def execute(
     cells: list[Cell],
-    agent: Agent,
-    backend: SandboxBackend,
-    limits: Limits,
+    batch: Batch,
     *,
-    run_id: str,
-    concurrency: int,
     on_record: OnRecord,
     log: LogSink | None = None,
     on_interrupt: Callable[[signal.Signals], None] | None = None,
-    judge: Judge | None = None,
     stop_reason: Callable[[], str | None] | None = None,
 ) -> signal.Signals | None:
-    """Run every cell, at most `concurrency` at a time, calling `on_record` as each finishes.
+    """Run every cell, at most `batch.concurrency` at a time, calling `on_record` as each finishes.
 
     The first stop signal (Ctrl-C's SIGINT, SIGTERM, SIGHUP: `STOP_SIGNALS`) stops starting
     samples and cancels the ones in flight (their sandboxes and process trees are cleaned up; they
@@ -82,7 +92,14 @@ async def execute(
     `stop_reason()` (the agent's run budget) is asked before each sample starts: once it says why,
     no further sample starts and those cells get no record (a resume runs them).
     """
-    gate = asyncio.Semaphore(max(1, concurrency))
+    agent, backend, limits, run_id, judge = (
+        batch.agent,
+        batch.backend,
+        batch.limits,
+        batch.run_id,
+        batch.judge,
+    )
+    gate = asyncio.Semaphore(max(1, batch.concurrency))
 
     async def one(task: Task, trial: int) -> None:
         async with gate:

@@ -32,6 +32,7 @@ from evalrun.config.schema import EvalConfig, SuiteKind, resolved_dict
 from evalrun.console import make_console, styled
 from evalrun.errors import UsageError, bad_value
 from evalrun.models.records import CellKey, SampleRecord, SkipKind, SkippedEntry
+from evalrun.run.engine import Batch
 from evalrun.run.judges import Judge, NoJudge, build_judge
 from evalrun.run.trial import Limits
 from evalrun.rundir.dirs import is_dir_template
@@ -110,7 +111,14 @@ class RunPlan:
         return [(task, trial) for task in self.tasks for trial in range(self.trials)]
 
     def cell_keys(self) -> set[CellKey]:
-        return {cell_key(t, i) for t, i in self.cells}
+        return {CellKey.of(t, i) for t, i in self.cells}
+
+    @property
+    def batch(self) -> Batch:
+        """What each of the run's samples runs with (`evalrun.run.engine.execute`)."""
+        return Batch(
+            self.agent, self.backend, self.limits, self.run_id, self.concurrency, self.judge
+        )
 
     def to_plan_file(self) -> PlanFile:
         """plan.json (`evalrun.rundir.log.PlanFile`), written before the first sample."""
@@ -148,10 +156,6 @@ class RunPlan:
 def kept_fields(task: Task) -> dict[str, Any]:
     """What the task's file says that evalrun does not use, secrets masked, as JSON values."""
     return json.loads(json.dumps(redact(dict(task.format.kept_fields)), default=str))
-
-
-def cell_key(task: Task, trial: int) -> CellKey:
-    return CellKey(task_id=task.id, fingerprint=task.fingerprint, trial=trial)
 
 
 def as_list(value: Any, knob: str) -> list[str]:

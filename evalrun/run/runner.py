@@ -21,12 +21,11 @@ from evalrun.analysis.gate import print_verdict
 from evalrun.config.schema import SuiteKind
 from evalrun.console import make_console, styled
 from evalrun.errors import ExitCode, UsageError
-from evalrun.models.records import SampleRecord
+from evalrun.models.records import CellKey, SampleRecord
 from evalrun.run.engine import STOP_SIGNALS, Cell, execute, exit_now, stopped_by
 from evalrun.run.plan import (
     RunPlan,
     build,
-    cell_key,
     say_skipped,
     with_run_dir,
     without_unhostable,
@@ -174,7 +173,7 @@ def _execute_and_report(
     store = _open_store(plan, overrides)
     log = RunLog.open(plan.run_dir)
     done = set(log.recorded_cells()) & plan.cell_keys()
-    todo = [(t, i) for t, i in plan.cells if cell_key(t, i) not in done]
+    todo = [(t, i) for t, i in plan.cells if CellKey.of(t, i) not in done]
     if done:
         console.print(
             f"resuming {plan.run_dir}: {len(done)} samples already recorded, {len(todo)} to run"
@@ -231,15 +230,10 @@ def _run_samples(
 
         cells = execute(
             todo,
-            plan.agent,
-            plan.backend,
-            plan.limits,
-            run_id=plan.run_id,
-            concurrency=plan.concurrency,
+            plan.batch,
             on_record=on_record,
             log=store.write_log,
             on_interrupt=on_interrupt,
-            judge=plan.judge,
             stop_reason=scope.stop_reason,
         )
         try:

@@ -119,7 +119,7 @@ class Trial:
         self.agent = agent
         self.limits = limits
         self.run_id = run_id
-        self.key = CellKey(task_id=task.id, fingerprint=task.fingerprint, trial=trial)
+        self.key = CellKey.of(task, trial)
         self.phases = Phases()
         self.started = time.time()
         self._log = log

@@ -17,7 +17,7 @@ import pytest
 from evalrun.analysis.metrics import summarize
 from evalrun.errors import SandboxError
 from evalrun.models.records import AgentResult, Outcome, SampleRecord
-from evalrun.run.engine import execute, run_sample
+from evalrun.run.engine import Batch, execute, run_sample
 from evalrun.run.trial import Limits
 from evalrun.sandbox.local import LocalBackend
 from evalrun.tasks.loader import load_task
@@ -60,11 +60,7 @@ def _run_cells(task, agent, *, trials=1, concurrency=1, limits=LIMITS, backend=N
     asyncio.run(
         execute(
             [(task, i) for i in range(trials)],
-            agent,
-            backend or LocalBackend(),
-            limits,
-            run_id="t",
-            concurrency=concurrency,
+            Batch(agent, backend or LocalBackend(), limits, "t", concurrency),
             on_record=records.append,
         )
     )
@@ -380,7 +376,7 @@ def test_first_ctrl_c_writes_the_summary_and_prints_the_resume_command(slow_suit
 _SLOW_TO_CANCEL = """
 import asyncio
 import evalrun.run.engine as engine
-from evalrun.run.engine import execute
+from evalrun.run.engine import Batch, execute
 from evalrun.run.trial import Limits
 
 class Backend:
@@ -396,7 +392,7 @@ async def stubborn(*args):  # a sample whose clean-up takes a long time once can
         await asyncio.shield(asyncio.sleep(300))
 
 engine.run_sample = stubborn
-asyncio.run(execute([(None, 0)], None, Backend(), Limits(), run_id="r", concurrency=1,
+asyncio.run(execute([(None, 0)], Batch(None, Backend(), Limits(), "r"),
                     on_record=print, on_interrupt=lambda signum: print(signum.name, flush=True)))
 print("finished without a second signal", flush=True)
 """

@@ -25,7 +25,7 @@ from evalrun.agents.oracle import OracleAgent
 from evalrun.cli.hydra import compose_config
 from evalrun.errors import TaskFormatError, UsageError
 from evalrun.models.records import AgentResult, Outcome, SampleRecord
-from evalrun.run.engine import execute, run_sample
+from evalrun.run.engine import Batch, execute, run_sample
 from evalrun.run.plan import build
 from evalrun.run.trial import Limits
 from evalrun.sandbox.base import Network
@@ -223,15 +223,7 @@ def test_a_mixed_tasks_dir_runs_both_formats(mixed_suite):
         records: list[SampleRecord] = []
         cells = [(t, 0) for t in runnable]
         asyncio.run(
-            execute(
-                cells,
-                agent,
-                LocalBackend(),
-                LIMITS,
-                run_id="t",
-                concurrency=2,
-                on_record=records.append,
-            )
+            execute(cells, Batch(agent, LocalBackend(), LIMITS, "t", 2), on_record=records.append)
         )
         assert {r.task_id: r.outcome for r in records} == {t.id: expected for t in runnable}
         rewards = {r.task_id: r.scores.get("reward") for r in records}
