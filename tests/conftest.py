@@ -94,3 +94,57 @@ def make_task(tmp_path: Path) -> TaskFactory:
         return folder
 
     return factory
+
+
+# --- task images: their Dockerfiles are built as written, FROM names these tests tag locally -----
+
+BASE_IMAGE = os.environ.get("EVALRUN_DOCKER_IMAGE", "evalrun-base:bookworm")
+# The names the fixtures' Dockerfiles use FROM. These machines reach no image registry, so the
+# tests tag local images with them - the real path a user without a registry takes too (they
+# could also set sandbox.image_aliases); a user with one gets the real images pulled.
+LOCAL_BASES = ("ghcr.io/example/python-3-13:20250620", "python:3.12-slim")
+# A Debian image whose RUN apt-get / pip install reach the package registries this machine has
+# (with `build_network=host`): the base image plus this machine's CA bundle, which its TLS to
+# the registries needs.
+PACKAGES_BASE = "evalrun-test/debian-registries:bookworm"
+
+
+def tag_local_bases(client) -> None:
+    """Tag `BASE_IMAGE` under every FROM name of `LOCAL_BASES`, and build `PACKAGES_BASE`."""
+    import io
+    import tarfile
+
+    base = client.images.get(BASE_IMAGE)
+    for name in LOCAL_BASES:
+        repository, _, tag = name.rpartition(":")
+        base.tag(repository, tag)
+    bundle = Path("/etc/ssl/certs/ca-certificates.crt").read_bytes()
+    dockerfile = f"FROM {BASE_IMAGE}\nCOPY ca.crt /etc/ssl/certs/ca-certificates.crt\n".encode()
+    context = io.BytesIO()
+    with tarfile.open(fileobj=context, mode="w") as tar:
+        for name, data in (("Dockerfile", dockerfile), ("ca.crt", bundle)):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    context.seek(0)
+    client.images.build(
+        fileobj=context, custom_context=True, tag=PACKAGES_BASE, network_mode="none"
+    )
+
+
+@pytest.fixture
+def docker_client():
+    """The Docker engine, with the base image and the FROM names the fixtures use tagged locally
+    (skipped without an engine - and FAILED without one when EVALRUN_CI=1)."""
+    try:
+        import docker
+
+        client = docker.from_env()
+        client.ping()
+        client.images.get(BASE_IMAGE)
+        available = True
+    except Exception:
+        available = False
+    require_engine(available, f"a Docker engine with the base image {BASE_IMAGE}")
+    tag_local_bases(client)
+    return client

@@ -44,7 +44,12 @@ class BwrapSandboxConf(SandboxConf):
 class DockerSandboxConf(SandboxConf):
     _target_: str = "evalrun.sandbox.docker.backend.DockerBackend"
     image: str = "evalrun-base:bookworm"  # scripts/build-base-image.sh builds it offline
-    network: str = "none"  # docker network_mode; anything else lets the agent reach out
+    network: str = "none"  # for tasks that do not ask: docker network_mode; none is safest
+    public_network: str = "bridge"  # for tasks (and phases) that ask for the network
+    offline: bool = False  # true: no network for any task or phase, whatever it asks
+    build_network: str | None = None  # a task Dockerfile's RUN steps; null: the engine's default
+    image_aliases: dict[str, str] = field(default_factory=dict)  # FROM name -> local image; "*"
+    force_build: bool = False  # build a task's Dockerfile even when it names a prebuilt image
     memory: str | None = "2g"  # per container, swap included; null: no limit
     cpus: float | None = 1.0  # null: no limit
     pids_limit: int | None = 512  # null: no limit

@@ -70,7 +70,7 @@ class Batch:
     backend: SandboxBackend
     limits: Limits
     run_id: str
-    concurrency: int = 1
+    concurrency: int
     judge: Judge | None = None
 
 

@@ -144,10 +144,10 @@ class Sandbox(Protocol):
 class TaskImage:
     """A task that must run in a container image of its own.
 
-    `context_dir` is a Docker build context holding a `Dockerfile` (built offline, FROM the
-    backend's local base image, see `evalrun.sandbox.docker.images`); `prebuilt` names an image
-    that must
-    already exist locally (or be pullable) when there is no Dockerfile.
+    `context_dir` is a Docker build context holding a `Dockerfile` (built as written, see
+    `evalrun.sandbox.docker.images`); `prebuilt` names an image to run in, local or pulled. A
+    task may have both: the prebuilt image is used unless the backend is told to build
+    (`force_build`), as in Harbor.
     """
 
     task_id: str
@@ -156,9 +156,9 @@ class TaskImage:
     build_timeout_s: float = 600.0
 
     def describe(self) -> str:
-        if self.context_dir is not None:
-            return f"its own image ({self.context_dir / 'Dockerfile'})"
-        return f"the prebuilt image {self.prebuilt!r}"
+        if self.prebuilt is not None:
+            return f"the prebuilt image {self.prebuilt!r}"
+        return f"its own image ({self.context_dir}/Dockerfile)"
 
 
 class Network(StrEnum):
@@ -178,11 +178,14 @@ class SandboxSpec:
     enforces them (`SandboxBackend.task_limits`); elsewhere the backend's own limits apply.
     `env`: variables every command in the sandbox sees (already resolved on the host).
     `user`: the user commands run as (None: the backend's sandbox user).
+    `network` is the network of the setup and the agent's phase; `verifier_network` that of the
+    verifier's phase where it differs (None: the same) - `networks` gives both.
     """
 
     image: TaskImage | None = None
     workdir: str | None = None
     network: Network = Network.unspecified
+    verifier_network: Network | None = None
     cpus: float | None = None
     memory_mb: int | None = None
     storage_mb: int | None = None
@@ -192,6 +195,11 @@ class SandboxSpec:
     @property
     def is_default(self) -> bool:
         return self == SandboxSpec()
+
+    @property
+    def networks(self) -> tuple[Network, Network]:
+        """The network of the agent's phase (and setup), and of the verifier's phase."""
+        return self.network, self.verifier_network or self.network
 
     def limits_asked(self) -> list[str]:
         """The names of the task limits this spec sets (`cpus`, `memory_mb`, `storage_mb`)."""
@@ -274,6 +282,12 @@ GIT_IDENTITY = {
     "GIT_COMMITTER_NAME": "evalrun agent",
     "GIT_COMMITTER_EMAIL": "agent@evalrun.invalid",
 }
+
+
+IMAGE_USER = ":image"
+"""`exec(user=IMAGE_USER)` where `switches_users`: the user the sandbox's image names (its USER;
+root when it names none) - for the task author's own preparation (a Harbor task's setup.sh);
+before the agent's phase, what it leaves in the workspace is handed to the sandbox's user."""
 
 
 # What a verifier's environment adds once the agent phase is over: no python user site, so a

@@ -71,10 +71,12 @@ class LocalSandbox:
         output_limit: int,
         path_env: str,
         prefix: Sequence[str] = (),
+        verifier_prefix: Sequence[str] = (),
         env: Mapping[str, str] | None = None,
     ):
         self.root = root
-        self._prefix = list(prefix)  # e.g. `unshare --net --`: no network for this sample
+        # e.g. `unshare --net --`: no network, for the agent's phase and the verifier's
+        self._prefixes = (list(prefix), list(verifier_prefix))
         self._env = dict(env or {})
         self.workdir = str(root / "workspace")
         self.private_dir = str(root / "private")
@@ -114,7 +116,7 @@ class LocalSandbox:
         full_env[PROCESS_MARKER] = str(self.root)
         try:
             return await run_process(
-                [*self._prefix, *argv],
+                [*self._prefixes[self._verifying], *argv],
                 cwd=str(self._abs(cwd or ".")),
                 env=full_env,
                 timeout_s=timeout_s,
@@ -232,7 +234,7 @@ class LocalBackend:
                 f"needs its workspace at {spec.workdir}; sandbox=local works in a temp folder "
                 "(use sandbox=bwrap or sandbox=docker)"
             )
-        if spec.network is Network.none and isinstance(self._offline_prefix, str):
+        if Network.none in spec.networks and isinstance(self._offline_prefix, str):
             return (
                 f"must have no network, and sandbox=local cannot take it away: "
                 f"{self._offline_prefix} (use sandbox=bwrap or sandbox=docker)"
@@ -246,7 +248,8 @@ class LocalBackend:
         problem = self.cannot_host(spec)
         if problem:
             raise SandboxError(problem)
-        prefix = self._offline_prefix if spec.network is Network.none else []
+        offline = self._offline_prefix if isinstance(self._offline_prefix, list) else []
+        agent, verifier = (offline if n is Network.none else [] for n in spec.networks)
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)
         root = Path(tempfile.mkdtemp(prefix=f"evalrun-{safe}-"))
         mark_root(root, self.name, keep=self.keep_workspaces)
@@ -256,7 +259,8 @@ class LocalBackend:
                 root,
                 output_limit=self.output_limit,
                 path_env=self._path_env,
-                prefix=prefix if isinstance(prefix, list) else [],
+                prefix=agent,
+                verifier_prefix=verifier,
                 env=dict(spec.env),
             )
         finally:

@@ -446,8 +446,10 @@ class ModalBackend:
             )
         if spec.workdir is not None:
             return f"needs its workspace at {spec.workdir}; sandbox=modal keeps it at {WORKDIR}"
-        if spec.network is Network.public and self.block_network:
+        if Network.public in spec.networks and self.block_network:
             return "needs the network; sandbox.block_network=true gives it none"
+        if len(set(spec.networks)) > 1:
+            return "needs a different network per phase; a Modal sandbox keeps one for its life"
         return None
 
     async def _create(self, spec: SandboxSpec) -> Any:

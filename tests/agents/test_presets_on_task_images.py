@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import shutil
 
+import docker
 import pytest
 
 from tests.agents.conftest import run_eval
 from tests.agents.test_presets import KEY_VAR, SECRET, overrides
 from tests.api_standins import ApiStandin, say, tool
-from tests.conftest import REPO
+from tests.conftest import REPO, tag_local_bases
 from tests.sandbox.conftest import build_backend
 
 SUITE = REPO / "tests" / "fixtures" / "harbor-agent"
@@ -47,6 +48,7 @@ def build_image_without_python(base: str) -> None:
 def test_a_preset_runs_in_a_dockerfile_image_and_in_a_prebuilt_one(request, tmp_path, monkeypatch):
     backend = build_backend("docker", request)  # skip, or fail in CI, without the engine
     build_image_without_python(backend.image)
+    tag_local_bases(docker.from_env())  # the FROM name own-dockerfile's Dockerfile uses
     monkeypatch.setenv(KEY_VAR, SECRET)
     suite = tmp_path / "suite"
     shutil.copytree(SUITE, suite)

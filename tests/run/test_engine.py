@@ -392,7 +392,7 @@ async def stubborn(*args):  # a sample whose clean-up takes a long time once can
         await asyncio.shield(asyncio.sleep(300))
 
 engine.run_sample = stubborn
-asyncio.run(execute([(None, 0)], Batch(None, Backend(), Limits(), "r"),
+asyncio.run(execute([(None, 0)], Batch(None, Backend(), Limits(), "r", 1),
                     on_record=print, on_interrupt=lambda signum: print(signum.name, flush=True)))
 print("finished without a second signal", flush=True)
 """

@@ -181,7 +181,9 @@ class BwrapSandbox:
         self.workdir = spec.workdir or WORKDIR
         self._backend = backend
         self._host_uid = host_uid
-        self._share_net = backend.network == "host" and spec.network is not Network.none
+        agent, verifier = spec.networks  # the host's network, where given, per phase
+        shared = [backend.network == "host" and n is not Network.none for n in (agent, verifier)]
+        self._share_net = {Role.agent: shared[0], Role.harness: False, Role.verifier: shared[1]}
         self._env = dict(spec.env)
         self._group = group
         self._home, self._tmp = "home", "tmp"  # folders under root, bound at HOME_DIR and /tmp
@@ -247,7 +249,7 @@ class BwrapSandbox:
             argv,
             cwd,
             workdir=self.workdir,
-            share_net=self._share_net,
+            share_net=self._share_net[role],
             private_rw=role is Role.harness,
             home=self._home,
             tmp=self._tmp,
@@ -606,7 +608,7 @@ class BwrapBackend:
             )
         if spec.workdir is not None and bad_workdir(spec.workdir):
             return f"its workspace path cannot be used: {bad_workdir(spec.workdir)}"
-        if spec.network is Network.public and self.network != "host":
+        if Network.public in spec.networks and self.network != "host":
             return (
                 "needs the network; sandbox=bwrap has none (sandbox.network=host shares the "
                 "host's, or use sandbox=docker with a network)"

@@ -74,6 +74,7 @@ from evalrun.errors import SandboxError, SandboxUnavailable, bad_value
 from evalrun.sandbox.base import (
     DEFAULT_SPEC,
     HOME_DIR,
+    IMAGE_USER,
     PRIVATE_DIR,
     SANDBOX_PATH,
     WORKDIR,
@@ -164,6 +165,9 @@ class DockerSandbox:
         self._env = dict(started.env)
         self._agent_done = False
         self._disk = started.disk
+        self._networks = started.networks
+        self._network = started.networks[0]  # the one it is attached to now
+        self._image_user = started.image_user
         self._users: dict[str, tuple[int, int]] = {}  # exec(user=...) names -> (uid, gid)
         self.limit_poll_s = DISK_POLL_S if started.disk is not None else None
 
@@ -219,6 +223,9 @@ class DockerSandbox:
         if not timed_out:
             inspected = await self._call("exec inspect", self._api.exec_inspect, exec_id)
             exit_code = inspected.get("ExitCode")
+        if user == IMAGE_USER and not self._agent_done:  # what it made is the agent's to change
+            owned = f"{self.owner_ids[0]}:{self.owner_ids[1]}"
+            await self._run(["bash", "-c", _ADOPT, "adopt", owned, self.workdir], "0")
         return ExecResult(
             exit_code=exit_code,
             stdout=out.text(),
@@ -247,6 +254,8 @@ class DockerSandbox:
 
     async def _ids_of(self, user: str) -> tuple[int, int]:
         """(uid, gid) of a user named as `exec(user=...)` takes it, looked up once."""
+        if user == IMAGE_USER:
+            user = self._image_user
         if user not in self._users:
             found = await self._call("user lookup", _resolve_user, self._container, user)
             self._users[user] = found[1]
@@ -329,10 +338,29 @@ class DockerSandbox:
             code, _, stderr = await self._run(argv, "0")
         if code != 0:
             raise SandboxError(f"could not end the agent's processes: {stderr.strip()}")
+        await self._switch_network(self._networks[1])
         self._agent_done = True
 
     async def begin_agent(self) -> None:
+        await self._switch_network(self._networks[0])
         self._agent_done = False
+
+    async def _switch_network(self, network: str) -> None:
+        """Attach the container to `network` alone ("none": to no network), between phases."""
+        if network == self._network:
+            return
+        if self._network != "none":
+            await self._call(
+                "network",
+                self._api.disconnect_container_from_network,
+                self.container_id,
+                self._network,
+            )
+        if network != "none":
+            await self._call(
+                "network", self._api.connect_container_to_network, self.container_id, network
+            )
+        self._network = network
 
     async def clear(self, paths: Sequence[str]) -> list[str]:
         absolute = [self._abs(p) for p in paths]
@@ -412,6 +440,11 @@ class DockerBackend:
         self,
         image: str = _CONF.image,
         network: str = _CONF.network,
+        public_network: str = _CONF.public_network,
+        offline: bool = _CONF.offline,
+        build_network: str | None = _CONF.build_network,
+        image_aliases: Mapping[str, str] | None = None,
+        force_build: bool = _CONF.force_build,
         memory: str | None = _CONF.memory,
         cpus: float | None = _CONF.cpus,
         pids_limit: int | None = _CONF.pids_limit,
@@ -430,6 +463,11 @@ class DockerBackend:
                 raise bad_value(f"sandbox.{knob}", "a positive number or null", value)
         self.image = image
         self.network = network
+        self.public_network = public_network
+        self.offline = offline
+        self.build_network = build_network
+        self.image_aliases = dict(image_aliases or {})
+        self.force_build = force_build
         self.memory = memory
         self.cpus = cpus
         self.pids_limit = pids_limit
@@ -540,20 +578,58 @@ class DockerBackend:
                 removed += 1
         return removed
 
+    def network_of(self, network: Network) -> str:
+        """The docker network a phase that says `network` gets."""
+        if self.offline or network is Network.none:
+            return "none"
+        return self.public_network if network is Network.public else self.network
+
     def cannot_host(self, spec: SandboxSpec) -> str | None:
         if spec.workdir is not None and bad_workdir(spec.workdir):
             return f"its workspace path cannot be used: {bad_workdir(spec.workdir)}"
-        if spec.network is Network.public and self.network == "none":
+        if Network.public in spec.networks and self.public_network == "none" and not self.offline:
             return (
-                "needs the network; sandbox.network=none gives it none (set sandbox.network to "
-                "a Docker network, e.g. bridge or host)"
+                "needs the network; sandbox.public_network=none gives it none (name a Docker "
+                "network, or sandbox.offline=true runs every task without one)"
             )
-        if spec.image is not None and spec.image.context_dir is None:
+        names = {self.network_of(n) for n in spec.networks}
+        missing = [n for n in names if n != "none" and not self._has_network(n)]
+        if missing:
+            knob = "public_network" if missing[0] == self.public_network else "network"
+            return (
+                f"needs the network, and the Docker engine has no network {missing[0]!r} "
+                f"(sandbox.{knob}; `docker network ls` lists them, or sandbox.offline=true "
+                "runs every task without one)"
+            )
+        if len(names) > 1 and not all(self._switchable(n) for n in names):
+            return (
+                f"needs the networks {' and '.join(sorted(names))} in different phases; only "
+                "bridge networks can be switched between phases (not host)"
+            )
+        if spec.image is not None:
             return self.task_images.unavailable(spec.image)
         return None
 
+    def _has_network(self, name: str) -> bool:
+        import docker
+
+        try:
+            self.client.networks.get(name)
+            return True
+        except docker.errors.NotFound:
+            return False
+        except docker.errors.DockerException:
+            return True  # no engine to ask: the preflight says so
+
+    def _switchable(self, name: str) -> bool:
+        return name == "none" or self.client.networks.get(name).attrs.get("Driver") != "host"
+
     def _create(self, label: str, image: str, spec: SandboxSpec) -> tuple[Any, Started]:
-        """Create, seed and start one container (blocking; runs in a thread)."""
+        """Create, seed and start one container (blocking; runs in a thread). With a network
+        per phase, it is created on the one that is not `none` and starts in the agent's."""
+        agent, verifier = spec.networks
+        phases = (self.network_of(agent), self.network_of(verifier))
+        attached = next((n for n in phases if n != "none"), None)
         workdir = spec.workdir or (self._image_workdir(image) if spec.image else None) or WORKDIR
         memory = f"{spec.memory_mb}m" if spec.memory_mb else self.memory
         cpus = spec.cpus or self.cpus
@@ -566,7 +642,7 @@ class DockerBackend:
         api = self.client.api
         host_config = api.create_host_config(
             init=True,
-            network_mode="none" if spec.network is Network.none else self.network,
+            network_mode=attached or "none",
             mem_limit=memory,
             memswap_limit=memory,
             nano_cpus=int(cpus * 1e9) if cpus else None,
@@ -597,6 +673,8 @@ class DockerBackend:
         )
         container = self.client.containers.prepare_model({"Id": created["Id"]})
         try:
+            if attached is not None and phases[0] != attached:  # the agent's phase: none
+                api.disconnect_container_from_network(container.id, attached)
             user, owner = self.user, self.owner_ids
             if spec.user is not None:
                 user, owner = _resolve_user(container, spec.user)
@@ -629,7 +707,8 @@ class DockerBackend:
         except Exception:
             container.remove(force=True)
             raise
-        return container, Started(workdir, user, owner, spec.env, disk)
+        image_user = (self.client.images.get(image).attrs.get("Config") or {}).get("User") or "0"
+        return container, Started(workdir, user, owner, spec.env, disk, phases, image_user)
 
     def _image_workdir(self, image: str) -> str | None:
         """The image's WORKDIR, when it names one other than /."""
@@ -698,23 +777,20 @@ class DockerBackend:
             yield box
 
     async def sample_image(self, spec: SandboxSpec) -> str:
-        """The image a sample of `spec` starts from (raises `SandboxError`): a task's Dockerfile
-        is built FROM the layered `self.image` (so tasks share that layer), a prebuilt image gets
-        the layer on top of it; both once per process, and across runs while nothing changed."""
+        """The image a sample of `spec` starts from (raises `SandboxError`): the task's own
+        (`evalrun.sandbox.docker.images`), else `self.image`, with the agent's layer on top;
+        built once per process, and across runs while nothing changed."""
         try:
-            base = await asyncio.to_thread(self.with_layer, self.image)
-            if spec.image is None:
-                return base
-            image = await self.task_images.resolve(spec.image, base)
-            if spec.image.context_dir is None:
-                image = await asyncio.to_thread(self.with_layer, image)
-            return image
+            image = self.image if spec.image is None else await self.task_images.resolve(spec.image)
+            return await asyncio.to_thread(self.with_layer, image)
         except SandboxUnavailable as exc:
             raise SandboxError(str(exc)) from exc
 
     @cached_property
     def task_images(self) -> TaskImages:
-        return TaskImages(lambda: self.client)
+        return TaskImages(
+            lambda: self.client, self.image_aliases, self.build_network, self.force_build
+        )
 
     @asynccontextmanager
     async def _open(
@@ -753,6 +829,8 @@ class Started:
     owner_ids: tuple[int, int]  # who owns the files put into it
     env: tuple[tuple[str, str], ...]
     disk: DiskLimit | None  # the sample's disk limit: the task's storage_mb, else disk_mb
+    networks: tuple[str, str] = ("none", "none")  # the agent's phase's and the verifier's
+    image_user: str = "0"  # the image's USER (`IMAGE_USER`): root when it names none
 
 
 def _resolve_user(container: Any, user: str) -> tuple[str, tuple[int, int]]:

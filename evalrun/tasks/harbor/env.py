@@ -6,15 +6,16 @@ per-phase `[agent]` / `[verifier]` tables (and each `[[steps]]`' own).
   their phase. `no-network` means no network on every backend; `public`, and `allowlist` with
   hosts, mean the task needs the network (evalrun cannot filter by host, so an allow-list gets
   the backend's whole network where it has one). A task that declares nothing gets what the
-  backend gives (no network on bwrap and docker by default). A sandbox cannot switch its network
-  between phases, so a task that needs the network in one phase and forbids it in another is
-  unsupported.
+  backend gives (no network on bwrap and docker by default). The agent's phase (with the setup)
+  and the verifier's may differ: each backend switches between them (docker reattaches the
+  container; bwrap and local decide per command). Steps whose agent phases (or verifier phases)
+  want different networks are unsupported.
 - **Workspace path** (`workdir`), **CPU, memory and disk** (`cpus`, `memory_mb` / `memory`,
   `storage_mb` / `storage`: limits where the backend enforces them, `SandboxBackend.task_limits`),
   **variables every command sees** (`[environment.env]`), **the agent's user** (`[agent] user`)
-  and **an image of its own** (a Dockerfile in environment/, else `docker_image`).
+  and **an image of its own** (its prebuilt `docker_image`, else the Dockerfile in environment/).
 - **Features evalrun cannot provide** (`unsupported`): GPUs, TPUs, Windows containers, MCP
-  servers, a separate verifier container.
+  servers, a separate verifier container, several containers (docker-compose.yaml).
 """
 
 from __future__ import annotations
@@ -42,30 +43,32 @@ def phase_network(phase: Phase | EnvironmentTable) -> Network:
     return Network.public
 
 
-def sample_network(config: HarborToml) -> tuple[Network, str | None]:
-    """The network a whole sample gets, or why no single setting can honour every phase."""
+def sample_networks(config: HarborToml) -> tuple[Network, Network, str | None]:
+    """The network of a sample's agent phase (and setup) and of its verifier phase, or why no
+    sandbox can honour every step's: each phase's table, else `[environment]`'s baseline."""
     baseline = phase_network(config.environment)
-    phases: dict[str, Network] = {}
-    tables: list[tuple[str, Phase]] = [("agent", config.agent), ("verifier", config.verifier)]
+    tables: dict[str, list[tuple[str, Phase]]] = {
+        "agent": [("agent", config.agent)],
+        "verifier": [("verifier", config.verifier)],
+    }
     for index, step in enumerate(config.steps or ()):
-        tables += [
-            (f"steps[{index}].agent", step.agent),
-            (f"steps[{index}].verifier", step.verifier),
-        ]
-    for where, table in tables:
-        own = phase_network(table)
-        phases[where] = own if own is not Network.unspecified else baseline
-    wanted = set(phases.values()) | {baseline}
-    if {Network.none, Network.public} <= wanted:
-        detail = ", ".join(f"[{k}] {v.value}" for k, v in phases.items())
-        return Network.unspecified, (
-            f"the network in one phase and none in another ({detail}); a sandbox here cannot "
-            "switch its network between phases"
-        )
-    for choice in (Network.public, Network.none):
-        if choice in wanted:
-            return choice, None
-    return Network.unspecified, None
+        tables["agent"].append((f"steps[{index}].agent", step.agent))
+        tables["verifier"].append((f"steps[{index}].verifier", step.verifier))
+    chosen: list[Network] = []
+    for phase, where in tables.items():
+        wanted = {}
+        for name, table in where:
+            own = phase_network(table)
+            wanted[name] = own if own is not Network.unspecified else baseline
+        if len(set(wanted.values())) > 1:
+            detail = ", ".join(f"[{k}] {v.value}" for k, v in wanted.items())
+            return (
+                baseline,
+                baseline,
+                (f"a different network in the {phase} phase of different steps ({detail})"),
+            )
+        chosen.append(next(iter(wanted.values())))
+    return chosen[0], chosen[1], None
 
 
 def unsupported(config: HarborToml, environment_dir: Path) -> list[str]:
@@ -92,7 +95,7 @@ def unsupported(config: HarborToml, environment_dir: Path) -> list[str]:
     users = {s.agent.user for s in config.steps or () if s.agent.user is not None}
     if users - {config.agent.user}:
         problems.append(f"a different agent user per step ({', '.join(sorted(users))})")
-    _, clash = sample_network(config)
+    *_, clash = sample_networks(config)
     if clash:
         problems.append(clash)
     return problems
@@ -104,21 +107,20 @@ def sandbox_spec(
     """The `SandboxSpec` of a task; raises `TaskFormatError` for a workdir no sandbox can have."""
     table = config.environment
     image = None
-    if (environment_dir / "Dockerfile").is_file():
-        image = TaskImage(task_id, environment_dir)
-    elif table.docker_image:
-        image = TaskImage(task_id, None, prebuilt=table.docker_image)
-    if image and table.build_timeout_sec:
-        image = TaskImage(image.task_id, image.context_dir, image.prebuilt, table.build_timeout_sec)
+    context = environment_dir if (environment_dir / "Dockerfile").is_file() else None
+    if context is not None or table.docker_image:
+        timeout = table.build_timeout_sec or TaskImage.build_timeout_s
+        image = TaskImage(task_id, context, table.docker_image or None, timeout)
     if table.workdir is not None:
         problem = bad_workdir(table.workdir)
         if problem:
             raise TaskFormatError(task_file, problem, field="environment.workdir")
-    network, _ = sample_network(config)
+    agent, verifier, _ = sample_networks(config)
     return SandboxSpec(
         image=image,
         workdir=table.workdir.rstrip("/") if table.workdir else None,
-        network=network,
+        network=agent,
+        verifier_network=verifier if verifier is not agent else None,
         cpus=table.cpus,
         memory_mb=table.memory_limit_mb,
         storage_mb=table.storage_limit_mb,

@@ -46,6 +46,7 @@ from evalrun.errors import TaskFormatError
 from evalrun.models.records import AgentResult, Outcome, ToolCall
 from evalrun.models.writable import tail_text
 from evalrun.sandbox.base import (
+    IMAGE_USER,
     ExecResult,
     Sandbox,
     SandboxBackend,
@@ -169,7 +170,7 @@ class HarborFormat:
 
     @property
     def image(self) -> TaskImage | None:
-        """The task's own image (a Dockerfile, else `docker_image`), if any."""
+        """The task's own image (its prebuilt `docker_image`, else its Dockerfile), if any."""
         return self.sandbox_spec.image
 
     @property
@@ -209,7 +210,10 @@ class HarborFormat:
         env_dir = self.layout.environment_dir
         log = ""
         if env_dir.is_dir() and not self.layout.dockerfile.is_file():
-            log = await populate(sandbox, env_dir, timeout_s, BUILD_ONLY_FILES)
+            # the task author's preparation, before the agent: as the image's user (root unless
+            # it names one), as Harbor runs its environment's commands, where users switch
+            user = IMAGE_USER if sandbox.switches_users else None
+            log = await populate(sandbox, env_dir, timeout_s, BUILD_ONLY_FILES, user)
         if self.config.environment.healthcheck:
             log += await healthcheck(sandbox, self.config.environment.healthcheck)
         return log
@@ -304,10 +308,15 @@ class HarborFormat:
 
 
 async def populate(
-    sandbox: Sandbox, folder: Path, timeout_s: float, drop: Sequence[str] = ()
+    sandbox: Sandbox,
+    folder: Path,
+    timeout_s: float,
+    drop: Sequence[str] = (),
+    user: str | None = None,
 ) -> str:
-    """Copy `folder`'s files into the workspace, run its setup.sh there and remove it (and the
-    `drop` names); return setup.sh's output. Raises `SetupFailed` when setup.sh fails."""
+    """Copy `folder`'s files into the workspace, run its setup.sh there as `user` (None: the
+    sandbox's) and remove it (and the `drop` names); return setup.sh's output. Raises
+    `SetupFailed` when setup.sh fails."""
     await sandbox.put(folder, ".")
     names = [n for n in drop if (folder / n).exists()]
     if not (folder / SETUP_SCRIPT).is_file():
@@ -318,7 +327,9 @@ async def populate(
         return ""
     removed = " ".join(["setup.sh", *names])
     result = await sandbox.exec(
-        f"bash {SETUP_SCRIPT}; status=$?; rm -f -- {removed}; exit $status", timeout_s=timeout_s
+        f"bash {SETUP_SCRIPT}; status=$?; rm -f -- {removed}; exit $status",
+        timeout_s=timeout_s,
+        user=user,
     )
     log = result.stdout + result.stderr
     where = f"{folder.name}/{SETUP_SCRIPT}"

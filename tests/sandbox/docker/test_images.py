@@ -1,13 +1,15 @@
-"""Task images: Dockerfiles rewritten for an offline build, built once, and run end to end.
+"""Task images: Dockerfiles built as written (aliases only where asked), a prebuilt image
+preferred as in Harbor, built once, and run end to end.
 
 The docker tests need a running engine and the local base image (scripts/build-base-image.sh);
-they skip without them, and FAIL without them when EVALRUN_CI=1.
+they skip without them, and FAIL without them when EVALRUN_CI=1. The FROM names the fixtures
+use are tagged locally (`tests.conftest.tag_local_bases`) - no registry is reachable here.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
+import uuid
 
 import pytest
 
@@ -17,24 +19,16 @@ from evalrun.errors import SandboxError
 from evalrun.models.records import Outcome
 from evalrun.run.engine import run_sample
 from evalrun.run.trial import Limits
-from evalrun.sandbox.docker.images import (
-    TaskImages,
-    build_context,
-    context_digest,
-    ensure_image,
-    image_tag,
-    offline_dockerfile,
-)
+from evalrun.sandbox.docker.images import TaskImages, aliased, context_digest, image_tag
 from evalrun.tasks.base import TaskImage
 from evalrun.tasks.loader import load_task
-from tests.conftest import REPO, require_engine
+from tests.conftest import BASE_IMAGE, PACKAGES_BASE, REPO
 
 FIXTURES = REPO / "tests" / "fixtures" / "harbor"
-BASE_IMAGE = os.environ.get("EVALRUN_DOCKER_IMAGE", "evalrun-base:bookworm")
 LIMITS = Limits(setup_s=60, agent_s=60, verify_s=60, max_retries=0)
 
 
-def test_external_from_lines_point_at_the_local_base_image():
+def test_only_the_from_names_aliased_are_rewritten_and_stages_are_never():
     dockerfile = (
         "ARG V=3\n"
         "FROM --platform=linux/amd64 ghcr.io/x/builder:1 AS build\n"
@@ -43,68 +37,39 @@ def test_external_from_lines_point_at_the_local_base_image():
         "COPY --from=build /out /app\n"
         "FROM build AS again\n"
     )
-    assert offline_dockerfile(dockerfile, "evalrun-base:bookworm") == (
-        "ARG V=3\n"
-        "FROM evalrun-base:bookworm AS build\n"
-        "RUN make\n"
-        "from evalrun-base:bookworm\n"
-        "COPY --from=build /out /app\n"
-        "FROM build AS again\n"
-    )
+    text, used = aliased(dockerfile, {"python:3.13-slim": "my-python"})
+    assert text == dockerfile.replace("python:3.13-slim", "my-python")
+    assert used == ["ghcr.io/x/builder:1", "my-python"]
+    everything, used = aliased(dockerfile, {"*": "local-base", "python:3.13-slim": "my-python"})
+    assert "FROM --platform=linux/amd64 local-base AS build" in everything
+    assert used == ["local-base", "my-python"]
+    assert aliased(dockerfile, {}) == (dockerfile, ["ghcr.io/x/builder:1", "python:3.13-slim"])
 
 
-def test_the_tag_follows_the_context_and_the_base(tmp_path):
+def test_the_tag_follows_the_context_the_dockerfile_as_built_and_the_bases(tmp_path):
     context = tmp_path / "environment"
     context.mkdir()
     (context / "Dockerfile").write_text("FROM x\n")
-    first = context_digest(context, "sha256:base-1")
-    assert context_digest(context, "sha256:base-1") == first
-    assert context_digest(context, "sha256:base-2") != first
+    first = context_digest(context, {"x": "sha256:1"}, "FROM x\n")
+    assert context_digest(context, {"x": "sha256:1"}, "FROM x\n") == first
+    assert context_digest(context, {"x": "sha256:2"}, "FROM x\n") != first  # x re-tagged
+    assert context_digest(context, {"y": "sha256:1"}, "FROM y\n") != first  # an alias
     (context / "data.txt").write_text("more\n")
-    assert context_digest(context, "sha256:base-1") != first
+    assert context_digest(context, {"x": "sha256:1"}, "FROM x\n") != first
     assert image_tag("Tool Version!", first) == f"evalrun-task/tool-version:{first[:16]}"
-
-
-def test_the_build_context_carries_the_rewritten_dockerfile(tmp_path):
-    import io
-    import tarfile
-
-    context = FIXTURES / "tool-version" / "environment"
-    data = build_context(context, "FROM evalrun-base:bookworm\n")
-    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
-        names = sorted(tar.getnames())
-        dockerfile = tar.extractfile("Dockerfile").read().decode()
-        tool_mode = tar.getmember("tool").mode
-    assert names == ["Dockerfile", "tool"]
-    assert dockerfile == "FROM evalrun-base:bookworm\n"
-    assert tool_mode & 0o111
 
 
 # --- against a real Docker engine ----------------------------------------------------------------
 
 
-@pytest.fixture
-def docker_client():
-    try:
-        import docker
-
-        client = docker.from_env()
-        client.ping()
-        client.images.get(BASE_IMAGE)
-        available = True
-    except Exception:
-        available = False
-    require_engine(available, f"a Docker engine with the base image {BASE_IMAGE}")
-    return client
-
-
 @pytest.mark.docker
-def test_a_task_image_builds_offline_once_and_holds_what_its_dockerfile_made(docker_client):
+def test_a_task_image_is_built_as_written_once_and_holds_what_its_dockerfile_made(docker_client):
     image = load_task(FIXTURES / "tool-version").format.image
-    assert image is not None
-    tag = ensure_image(docker_client, image, BASE_IMAGE)
+    assert image is not None and image.prebuilt is None
+    images = TaskImages(lambda: docker_client)
+    tag = asyncio.run(images.resolve(image))
     built = docker_client.images.get(tag)
-    assert ensure_image(docker_client, image, BASE_IMAGE) == tag  # found, not rebuilt
+    assert asyncio.run(TaskImages(lambda: docker_client).resolve(image)) == tag  # not rebuilt
     assert docker_client.images.get(tag).id == built.id
     output = docker_client.containers.run(
         tag, ["/opt/tool/bin/tool", "--version"], remove=True, network_mode="none"
@@ -113,24 +78,86 @@ def test_a_task_image_builds_offline_once_and_holds_what_its_dockerfile_made(doc
 
 
 @pytest.mark.docker
-def test_a_build_that_needs_the_network_fails_with_its_log(docker_client, tmp_path):
+def test_run_steps_reach_the_package_registries_with_the_build_network(docker_client, tmp_path):
+    """`RUN apt-get install` and `RUN pip install`, as almost every Terminal-Bench Dockerfile
+    has: built with `build_network=host` (this engine has no bridge) from Debian's archive and
+    the Python package index. The first line makes each run build afresh (no layer cache)."""
     context = tmp_path / "environment"
     context.mkdir()
     (context / "Dockerfile").write_text(
-        "FROM ubuntu:24.04\nRUN python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 80), 2)'\n"
+        f"FROM {PACKAGES_BASE}\n"
+        f"LABEL evalrun.test.nonce={uuid.uuid4().hex}\n"
+        "RUN apt-get update && apt-get install -y --no-install-recommends jq python3-pip "
+        "&& rm -rf /var/lib/apt/lists/*\n"
+        "RUN pip3 install --break-system-packages --no-cache-dir six==1.16.0\n"
     )
-    images = TaskImages(lambda: docker_client)
+    images = TaskImages(lambda: docker_client, build_network="host")
+    tag = asyncio.run(images.resolve(TaskImage("registries", context)))
+    output = docker_client.containers.run(
+        tag,
+        ["sh", "-c", "jq --version; python3 -c 'import six; print(six.__version__)'"],
+        remove=True,
+        network_mode="none",
+    )
+    assert output.decode().split() == ["jq-1.6", "1.16.0"]
+
+
+@pytest.mark.docker
+def test_a_build_without_the_network_fails_with_its_log_and_what_to_set(docker_client, tmp_path):
+    context = tmp_path / "environment"
+    context.mkdir()
+    (context / "Dockerfile").write_text(
+        f"FROM {PACKAGES_BASE}\nLABEL nonce={uuid.uuid4().hex}\nRUN apt-get update\n"
+        "RUN python3 -c 'import socket; socket.create_connection((\"deb.debian.org\", 80), 5)'\n"
+    )
+    images = TaskImages(lambda: docker_client, build_network="none")
     image = TaskImage("needs-network", context)
     for _ in range(2):  # the failure is remembered, not rebuilt
-        with pytest.raises(SandboxError, match="building the image of task needs-network offline"):
-            asyncio.run(images.resolve(image, BASE_IMAGE))
+        with pytest.raises(SandboxError) as failed:
+            asyncio.run(images.resolve(image))
+        message = str(failed.value)
+        assert message.startswith("building the image of task needs-network (")
+        assert "set sandbox.build_network" in message and "log tail:" in message
+
+
+@pytest.mark.docker
+def test_a_from_name_the_engine_cannot_get_says_how_to_provide_it(docker_client, tmp_path):
+    context = tmp_path / "environment"
+    context.mkdir()
+    (context / "Dockerfile").write_text("FROM evalrun-examples/not-here:never\nRUN true\n")
+    images = TaskImages(lambda: docker_client)
+    with pytest.raises(SandboxError, match="tag a local image with the name FROM uses"):
+        asyncio.run(images.resolve(TaskImage("unreachable-base", context)))
+    aliases = {"evalrun-examples/not-here:never": BASE_IMAGE}  # the explicit way round it
+    tag = asyncio.run(
+        TaskImages(lambda: docker_client, aliases).resolve(TaskImage("aliased", context))
+    )
+    assert docker_client.images.get(tag).attrs["Config"]["Labels"]["evalrun.task"] == "aliased"
+
+
+@pytest.mark.docker
+def test_a_prebuilt_image_wins_over_the_dockerfile_unless_force_build(docker_client, tmp_path):
+    """As Harbor: `docker_image` is used even when environment/ has a Dockerfile too."""
+    context = tmp_path / "environment"
+    context.mkdir()
+    (context / "Dockerfile").write_text(f"FROM {BASE_IMAGE}\nRUN touch /built-from-dockerfile\n")
+    image = TaskImage("both", context, prebuilt=BASE_IMAGE)
+    assert asyncio.run(TaskImages(lambda: docker_client).resolve(image)) == BASE_IMAGE
+    forced = TaskImages(lambda: docker_client, force_build=True)
+    assert forced.unavailable(TaskImage("both", context, prebuilt="not-here:never")) is None
+    tag = asyncio.run(forced.resolve(image))
+    assert tag.startswith("evalrun-task/both:")
+    output = docker_client.containers.run(tag, ["ls", "/built-from-dockerfile"], remove=True)
+    assert output.strip() == b"/built-from-dockerfile"
 
 
 @pytest.mark.docker
 def test_a_missing_prebuilt_image_is_named(docker_client):
+    images = TaskImages(lambda: docker_client)
     image = TaskImage("prebuilt", None, prebuilt="evalrun-examples/not-here:never")
+    assert "needs the image 'evalrun-examples/not-here:never'" in images.unavailable(image)
     with pytest.raises(SandboxError, match="needs the image 'evalrun-examples/not-here:never'"):
-        ensure_image(docker_client, image, BASE_IMAGE)
+        asyncio.run(images.resolve(image))
 
 
 def _image_backend(user: str):
@@ -196,3 +223,32 @@ def test_an_image_workdir_is_the_workspace_and_task_limits_users_and_env_apply(
     gold = asyncio.run(run_sample(task, 0, OracleAgent(), _image_backend("1000:1000"), LIMITS, "t"))
     assert gold.outcome is Outcome.passed, (gold.reason, gold.verify_output)
     assert gold.agent.output.strip() == str(300 * 1024 * 1024)  # the task's memory_mb
+
+
+@pytest.mark.docker
+def test_environment_setup_sh_runs_as_the_images_user_and_leaves_the_workspace_to_the_agent(
+    docker_client, tmp_path
+):
+    """The task author's preparation may install packages (root's work, as Harbor runs its
+    environment's commands as the image's user); the agent, uid 1000, then owns what it made."""
+    task_dir = tmp_path / "setup-as-root"
+    files = {
+        "task.toml": f"[environment]\ndocker_image = '{BASE_IMAGE}'\n",
+        "instruction.md": "Append your uid to who.txt.\n",
+        "environment/setup.sh": "id -u > who.txt\ntouch /usr/local/share/made-by-setup\n",
+        "solution/solve.sh": "id -u >> who.txt\n",
+        "tests/test.sh": (
+            'got=$(tr "\\n" " " < who.txt); echo "$got"\n'
+            '[ "$got" = "0 1000 " ] && [ -e /usr/local/share/made-by-setup ] && r=1 || r=0\n'
+            'echo $r > "$VERIFIER_DIR/reward.txt"\n'
+        ),
+    }
+    for rel, text in files.items():
+        (task_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+        (task_dir / rel).write_text(text)
+    task = load_task(task_dir)
+    backend = _image_backend("1000:1000")
+    gold = asyncio.run(run_sample(task, 0, OracleAgent(), backend, LIMITS, "t"))
+    assert gold.outcome is Outcome.passed, (gold.reason, gold.verify_output)
+    untouched = asyncio.run(run_sample(task, 0, NoopAgent(), backend, LIMITS, "t"))
+    assert untouched.outcome is Outcome.failed

@@ -267,7 +267,11 @@ def test_the_suite_runs_on_bwrap_and_no_network_means_none(tmp_path, probe_serve
 def test_the_suite_runs_on_docker_and_no_network_means_none(tmp_path, probe_server):
     require_engine(docker_ready(), f"a Docker engine with the base image {BASE_IMAGE}")
     proc, records = run_suite(
-        tmp_path / "run", probe_server, "sandbox=docker", "sandbox.network=host"
+        tmp_path / "run",
+        probe_server,
+        "sandbox=docker",
+        "sandbox.network=host",
+        "sandbox.public_network=host",
     )
     skipped = assert_completed_with_skips(proc, tmp_path / "run")
     assert sorted(skipped) == ["broken", "missing-image", "needs-accelerators"]
