@@ -90,8 +90,39 @@ def _fingerprint(*parts: Any) -> str:
     return hashlib.sha256("|".join(str(p) for p in parts).encode()).hexdigest()[:16]
 
 
-def _scores(items: Any) -> list[dict[str, Any]]:
-    return [s.model_dump(mode="json") for s in items or []]
+def _units(found: Any, fingerprint: Callable[[Any], str]) -> list[Unit]:
+    """Listed threads or traces as units (one without an id is skipped)."""
+    return [
+        Unit(
+            id=str(t.id),
+            fingerprint=fingerprint(t),
+            tags=list(t.tags or []),
+            scores=[s.model_dump(mode="json") for s in t.feedback_scores or []],
+            cost_usd=t.total_estimated_cost,
+            usage=dict(t.usage or {}),
+            raw=t,
+        )
+        for t in found
+        if t.id
+    ]
+
+
+def _feedback(
+    item_type: Any, id_field: str, unit_id: str, project: str, scored: list[tuple[Criterion, Any]]
+) -> list[Any]:
+    """One feedback-score batch item (of the SDK's `item_type`) per scored criterion."""
+    return [
+        item_type(
+            **{id_field: unit_id},
+            project_name=project,
+            name=c.name,
+            value=float(r.value),
+            reason=c.tagged_reason(str(r.reason or "")),
+            category_name=c.marker,
+            source="sdk",
+        )
+        for c, r in scored
+    ]
 
 
 class ThreadSource:
@@ -115,19 +146,7 @@ class ThreadSource:
             max_results=max_scan,
             truncate=True,
         )
-        return [
-            Unit(
-                id=str(t.id),
-                fingerprint=_fingerprint(t.id, t.number_of_messages, t.last_updated_at),
-                tags=list(t.tags or []),
-                scores=_scores(t.feedback_scores),
-                cost_usd=t.total_estimated_cost,
-                usage=dict(t.usage or {}),
-                raw=t,
-            )
-            for t in found
-            if t.id
-        ]
+        return _units(found, lambda t: _fingerprint(t.id, t.number_of_messages, t.last_updated_at))
 
     def judge(
         self, unit: Unit, metrics: list[Any], transforms: tuple[Callable, Callable]
@@ -149,18 +168,9 @@ class ThreadSource:
         from opik.rest_api.types import FeedbackScoreBatchItemThread
 
         self.client.rest_client.traces.score_batch_of_threads(
-            scores=[
-                FeedbackScoreBatchItemThread(
-                    thread_id=unit_id,
-                    project_name=self.project,
-                    name=c.name,
-                    value=float(r.value),
-                    reason=c.tagged_reason(str(r.reason or "")),
-                    category_name=c.marker,
-                    source="sdk",
-                )
-                for c, r in scored
-            ]
+            scores=_feedback(
+                FeedbackScoreBatchItemThread, "thread_id", unit_id, self.project, scored
+            )
         )
 
 
@@ -177,19 +187,7 @@ class TraceSource:
             max_results=max_scan,
             truncate=True,
         )
-        return [
-            Unit(
-                id=str(t.id),
-                fingerprint=_fingerprint(t.id, t.last_updated_at),
-                tags=list(t.tags or []),
-                scores=_scores(t.feedback_scores),
-                cost_usd=t.total_estimated_cost,
-                usage=dict(t.usage or {}),
-                raw=t,
-            )
-            for t in found
-            if t.id
-        ]
+        return _units(found, lambda t: _fingerprint(t.id, t.last_updated_at))
 
     def judge(
         self, unit: Unit, metrics: list[Any], transforms: tuple[Callable, Callable]
@@ -219,18 +217,7 @@ class TraceSource:
         from opik.rest_api.types import FeedbackScoreBatchItem
 
         self.client.rest_client.traces.score_batch_of_traces(
-            scores=[
-                FeedbackScoreBatchItem(
-                    id=unit_id,
-                    project_name=self.project,
-                    name=c.name,
-                    value=float(r.value),
-                    reason=c.tagged_reason(str(r.reason or "")),
-                    category_name=c.marker,
-                    source="sdk",
-                )
-                for c, r in scored
-            ]
+            scores=_feedback(FeedbackScoreBatchItem, "id", unit_id, self.project, scored)
         )
 
 
