@@ -135,13 +135,13 @@ def desired_code(criterion: Criterion, chain_of_thought: str, cfg: Any, model: s
 def create_rules(cfg: Any, console: Console) -> int:
     s = read_settings(cfg)
     judge, every = build_criteria(cfg)
+
+    def say(text: str) -> None:
+        console.print(text, highlight=False, soft_wrap=True)
+
     criteria = [c for c in every if c.spec is not None]  # built-in metrics have no rule text
     for metric in (c for c in every if c.spec is None):
-        console.print(
-            f"skipped    {metric.name}  (an opik built-in metric: no judge text to make a rule of)",
-            highlight=False,
-            soft_wrap=True,
-        )
+        say(f"skipped    {metric.name}  (an opik built-in metric: no judge text to make a rule of)")
     meter = Meter(price=judge_price(cfg, judge.model, None))
     client = connect(destination(cfg.tracker, s.project))
     project_id = _project_id(client, s.project)
@@ -169,46 +169,32 @@ def create_rules(cfg: Any, console: Console) -> int:
             and current.sampling_rate == s.sample_rate
             and current.enabled == wanted["enabled"]
         ):
-            console.print(
-                f"unchanged  {name}  ({criterion.marker})", highlight=False, soft_wrap=True
-            )
+            say(f"unchanged  {name}  ({criterion.marker})")
             continue
         if current is not None and same_text:
             code = _code(current).model_dump()
             api.update_automation_rule_evaluator(
                 current.id, request=_body("Update", code, wanted, s.level)
             )
-            console.print(
-                f"updated    {name}  sampling rate {s.sample_rate:g}",
-                highlight=False,
-                soft_wrap=True,
-            )
+            say(f"updated    {name}  sampling rate {s.sample_rate:g}")
             continue
         assert criterion.spec is not None
         geval = judge.geval(criterion.spec, metered_model(judge, meter))
         code = desired_code(criterion, geval.llm_chain_of_thought(), cfg, model)
         if current is None:
             api.create_automation_rule_evaluator(request=_body("Write", code, wanted, s.level))
-            console.print(
-                f"created    {name}  ({criterion.marker})", highlight=False, soft_wrap=True
-            )
+            say(f"created    {name}  ({criterion.marker})")
         else:
             api.update_automation_rule_evaluator(
                 current.id, request=_body("Update", code, wanted, s.level)
             )
-            console.print(
-                f"updated    {name}  new judge text or model ({criterion.marker})",
-                highlight=False,
-                soft_wrap=True,
-            )
+            say(f"updated    {name}  new judge text or model ({criterion.marker})")
     cost = f"${meter.spent_usd:.4f}" if meter.price is not None or meter.calls == 0 else "unknown"
-    console.print(
+    say(
         f"{len(criteria)} rule(s) for project {s.project}: model {model} "
         f"(Opik calls it with the key in its AI-provider settings), sampling rate "
         f"{s.sample_rate:g}; "
-        f"judge calls to write them: {meter.calls}, {cost}",
-        highlight=False,
-        soft_wrap=True,
+        f"judge calls to write them: {meter.calls}, {cost}"
     )
     return 0
 
