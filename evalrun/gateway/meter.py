@@ -101,12 +101,20 @@ def meter(api: str, payloads: Iterable[Any], request_model: str | None) -> Meter
     return fold([p for p in payloads if isinstance(p, dict)], request_model)
 
 
-def _chat(payloads: list[dict[str, Any]], model: str | None) -> Metered | None:
+def _last(
+    payloads: list[dict[str, Any]], model: str | None, model_key: str, usage_key: str
+) -> tuple[str | None, dict[str, Any] | None]:
+    """The last model name and the last usage object the payloads carry."""
     usage: dict[str, Any] | None = None
     for payload in payloads:
-        model = payload.get("model") or model
-        if isinstance(payload.get("usage"), dict):
-            usage = payload["usage"]
+        model = payload.get(model_key) or model
+        if isinstance(payload.get(usage_key), dict):
+            usage = payload[usage_key]
+    return model, usage
+
+
+def _chat(payloads: list[dict[str, Any]], model: str | None) -> Metered | None:
+    model, usage = _last(payloads, model, "model", "usage")
     if usage is None:
         return None
     return Metered(
@@ -118,13 +126,8 @@ def _chat(payloads: list[dict[str, Any]], model: str | None) -> Metered | None:
 
 
 def _responses(payloads: list[dict[str, Any]], model: str | None) -> Metered | None:
-    usage: dict[str, Any] | None = None
-    for payload in payloads:
-        response = payload.get("response") if "response" in payload else payload
-        response = _dict(response)
-        model = response.get("model") or model
-        if isinstance(response.get("usage"), dict):
-            usage = response["usage"]
+    responses = [_dict(p["response"]) if "response" in p else p for p in payloads]
+    model, usage = _last(responses, model, "model", "usage")
     if usage is None:
         return None
     return Metered(
@@ -157,11 +160,7 @@ def _messages(payloads: list[dict[str, Any]], model: str | None) -> Metered | No
 
 
 def _gemini(payloads: list[dict[str, Any]], model: str | None) -> Metered | None:
-    usage: dict[str, Any] | None = None
-    for payload in payloads:
-        model = payload.get("modelVersion") or model
-        if isinstance(payload.get("usageMetadata"), dict):
-            usage = payload["usageMetadata"]
+    model, usage = _last(payloads, model, "modelVersion", "usageMetadata")
     if usage is None:
         return None
     return Metered(
