@@ -74,17 +74,6 @@ class ChallengeResult:
         return not_applicable(self.record.agent)
 
 
-def challenges_for(
-    task: Task,
-    isolated: bool,
-    has_python: bool | None = None,
-    defended_by: Sequence[str] = DEFENDERS,
-) -> list[Challenge]:
-    """Every challenge to `task`'s verifier: gold, untouched and wrong/*, then the reward hacks
-    that can apply to it."""
-    return [*honesty_challenges(task), *tamper_challenges(task, isolated, has_python, defended_by)]
-
-
 def honesty_challenges(task: Task, survey: SurveyAgent | None = None) -> list[Challenge]:
     challenges = [
         Challenge("gold", OracleAgent(), Outcome.passed, "gold"),

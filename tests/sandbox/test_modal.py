@@ -19,7 +19,8 @@ import pytest
 from evalrun.cli.hydra import compose_config
 from evalrun.cli.main import main
 from evalrun.errors import SandboxUnavailable, UsageError
-from evalrun.honesty.check import challenges_for
+from evalrun.honesty.check import honesty_challenges, tamper_challenges
+from evalrun.honesty.tamper import DEFENDERS
 from evalrun.run.plan import build
 from evalrun.sandbox import modal as modal_backend
 from evalrun.sandbox.common.owner import current_owner, start_time
@@ -185,7 +186,8 @@ def test_evalrun_check_on_modal_as_a_user_types_it(standin: StandinState, make_t
     assert "sandbox=modal" in out and "all 1 verifiers honest" in out
     # gold, untouched, wrong/off-by-one and every reward hack (modal is isolated: all of them)
     task = load_task(suite / "001-answer")  # no Python in its workspace: those hacks are skipped
-    assert len(standin.sandboxes) == len(challenges_for(task, True, has_python=False))
+    challenges = honesty_challenges(task) + tamper_challenges(task, True, False, DEFENDERS)
+    assert len(standin.sandboxes) == len(challenges)
     assert all(not s.root.exists() for s in standin.sandboxes)
 
 

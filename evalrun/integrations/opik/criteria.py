@@ -118,12 +118,6 @@ def _read_file(judges_file: str) -> dict[str, Any]:
     return data
 
 
-def load_specs(judges: Iterable[Any], judges_file: str | None) -> list[JudgeSpec]:
-    """The criteria from `judges_file` if given, else the config's `judges` list."""
-    specs, _ = load_config(judges, [], judges_file)
-    return specs
-
-
 def load_config(
     judges: Iterable[Any], metrics: Iterable[Any], judges_file: str | None
 ) -> tuple[list[JudgeSpec], list[str]]:

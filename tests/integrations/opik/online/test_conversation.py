@@ -10,7 +10,7 @@ import yaml
 
 from evalrun.errors import UsageError
 from evalrun.integrations.opik.conversation import field_text, render
-from evalrun.integrations.opik.criteria import Criterion, load_specs
+from evalrun.integrations.opik.criteria import Criterion, load_config
 from evalrun.tasks.base import JudgeSpec
 
 SPEC = JudgeSpec(name="tidy", task_introduction="A chat.", evaluation_criteria="Be tidy.")
@@ -76,15 +76,15 @@ def test_message_text_is_found_in_a_trace_input(value, key, expected):
 def test_judges_come_from_a_file_and_bad_ones_name_the_field(tmp_path):
     good = tmp_path / "task.yaml"  # a task.yaml's judges: list works as is
     good.write_text(yaml.safe_dump({"id": "x", "judges": [SPEC.model_dump()]}))
-    assert load_specs([], str(good)) == [SPEC]
+    assert load_config([], [], str(good)) == ([SPEC], [])
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump({"judges": [{"name": "tidy", "task_introduction": "x"}]}))
     with pytest.raises(UsageError, match=r"judges\[0\]\.evaluation_criteria: Field required"):
-        load_specs([], str(bad))
+        load_config([], [], str(bad))
     with pytest.raises(UsageError, match="judge names must be unique, repeated: tidy"):
-        load_specs([SPEC.model_dump(), SPEC.model_dump()], None)
+        load_config([SPEC.model_dump(), SPEC.model_dump()], [], None)
     with pytest.raises(UsageError, match="expected a non-empty list of judges"):
-        load_specs([], None)
+        load_config([], [], None)
 
 
 class FlakyJudge:
