@@ -79,21 +79,17 @@ def print_online(console: Console, state: OnlineState, summary: Summary, run_dir
         ),
         soft_wrap=True,
     )
-    if state.stopped == "budget":
+    stopped = {
+        "budget": ("stopped at the budget", "; the rest were not", " budget_usd=<more>"),
+        "interrupted": ("interrupted", "", ""),
+    }.get(state.stopped or "")
+    if stopped is not None:
+        why, rest, more = stopped
         console.print(
-            styled("[yellow]stopped at the budget:[/]"),
+            styled("[yellow]{}:[/]", why),
             Text(
-                f"{state.judged} of {state.selected} judged; the rest were not. "
-                f"Continue with: evalrun online resume={run_dir} budget_usd=<more>"
-            ),
-            soft_wrap=True,
-        )
-    elif state.stopped == "interrupted":
-        console.print(
-            styled("[yellow]interrupted:[/]"),
-            Text(
-                f"{state.judged} of {state.selected} judged. "
-                f"Continue with: evalrun online resume={run_dir}"
+                f"{state.judged} of {state.selected} judged{rest}. "
+                f"Continue with: evalrun online resume={run_dir}{more}"
             ),
             soft_wrap=True,
         )
