@@ -39,6 +39,18 @@ class OpikDestination:
     flush_timeout_s: int = OpikTrackerConf.flush_timeout_s
     probe_timeout_s: float = OpikTrackerConf.probe_timeout_s
 
+    @classmethod
+    def of(cls, tracker: Any) -> OpikDestination:
+        """From a composed `tracker=opik` config node."""
+        return cls(
+            project=tracker.project,
+            dataset=tracker.dataset or None,
+            host=tracker.host or None,
+            workspace=tracker.workspace or None,
+            flush_timeout_s=tracker.flush_timeout_s,
+            probe_timeout_s=tracker.probe_timeout_s,
+        )
+
     def dataset_for(self, tasks_dir: Path) -> str:
         return self.dataset or f"evalrun-{Path(tasks_dir).name}-v1"
 

@@ -128,11 +128,4 @@ def destination(tracker: Any) -> OpikDestination:
     """The Opik destination from a composed `tracker=opik` config node."""
     if tracker.get("_target_") != "evalrun.integrations.opik.tracker.OpikTracker":
         raise UsageError("push/sync send to Opik: leave `tracker` at opik (tracker.<key>=... only)")
-    return OpikDestination(
-        project=tracker.project,
-        dataset=tracker.dataset or None,
-        host=tracker.host or None,
-        workspace=tracker.workspace or None,
-        flush_timeout_s=tracker.flush_timeout_s,
-        probe_timeout_s=tracker.probe_timeout_s,
-    )
+    return OpikDestination.of(tracker)

@@ -137,13 +137,7 @@ def destination(tracker: Any, project: str) -> OpikDestination:
     """Where Opik is, and the project evaluation traces go to - never the live `project`."""
     if tracker is None or not str(tracker.get("_target_", "")).endswith("OpikTracker"):
         raise UsageError("tracker: online evaluation talks to Opik; use tracker=opik")
-    dest = OpikDestination(
-        project=tracker.project,
-        host=tracker.host or None,
-        workspace=tracker.workspace or None,
-        flush_timeout_s=tracker.flush_timeout_s,
-        probe_timeout_s=tracker.probe_timeout_s,
-    )
+    dest = OpikDestination.of(tracker)
     if project and dest.project == project:
         raise UsageError(
             f"tracker.project={dest.project!r} is the project being judged: evaluation traces "
