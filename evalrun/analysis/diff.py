@@ -34,7 +34,7 @@ read alike.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +76,7 @@ class RunSide:
     config: dict[str, Any]
     fingerprints: dict[str, str]  # task id -> fingerprint, from plan.json
     summary: Summary
+    choices: dict[str, str] = field(default_factory=dict)  # config group -> option, plan.json
 
 
 # --- significance ----------------------------------------------------------------------------
@@ -189,7 +190,13 @@ def diff_runs(a: RunSide, b: RunSide) -> RunDiff:
     for name, change in paired.items():
         if name in metrics:
             metrics[name].paired = change
+    options = {
+        group: ValuePair(a=a.choices.get(group), b=b.choices.get(group))
+        for group in sorted(set(a.choices) | set(b.choices))
+        if a.choices.get(group) != b.choices.get(group)
+    }
     changes = ConfigChanges(
+        options=options,
         changed={key: ValuePair(a=va, b=vb) for key, (va, vb) in sorted(config.changed.items())},
         added=dict(sorted(config.added.items())),
         removed=dict(sorted(config.removed.items())),

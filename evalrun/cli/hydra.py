@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from omegaconf import open_dict
 
 from evalrun.cli.usage import print_error
-from evalrun.config.project import locate_config
+from evalrun.config.project import locate_config, project_above
 from evalrun.config.schema import CONF_DIR, register_configs
 from evalrun.console import make_console
 from evalrun.errors import ExitCode, UsageError
@@ -153,6 +153,16 @@ def _run_job(cfg: DictConfig) -> None:
         remove_if_unused(run_dir)  # a dry run or a refused new run leaves nothing behind
 
 
+def say_not_in_project(project: Path) -> None:
+    """On stderr: the current folder is inside a project but not at its root, so evalrun runs
+    with its packaged config and the bundled suite - not what someone in the project expects."""
+    print(
+        f"note: {Path.cwd()} is inside the evalrun project {project} but not its root: using "
+        f"evalrun's packaged config and bundled suite. Run from {project} for the project's.",
+        file=sys.stderr,
+    )
+
+
 def _mode_from_the_command_line(
     self: object, config_name: str | None, overrides: list[str]
 ) -> RunMode | None:
@@ -192,6 +202,9 @@ def run_hydra(args: list[str], commands: Iterable[str]) -> int:
         return _help(overrides)
     register_configs()
     where = locate_config()
+    bundled = not any(o.startswith("tasks_dir=") for o in overrides)
+    if where.project is None and bundled and (above := project_above()) is not None:
+        say_not_in_project(above)
     # Hydra 1.3 composes the whole config once only to read hydra.mode, then again to run: a
     # third of a dry run's start-up. Compose once (bench/startup.py measures it).
     Hydra.get_mode = _mode_from_the_command_line  # type: ignore[method-assign]

@@ -79,6 +79,27 @@ def unknown_command(word: str, commands: Iterable[str]) -> UsageError:
     return UsageError(f"unknown command '{word}'", hint=hint)
 
 
+def unknown_option(arg: str, after: Sequence[str]) -> UsageError:
+    """`--profile regression` or `--trials=3` (an override written as a flag, as other CLIs
+    take them): `did you mean profile=regression?`; else the nearest flag Hydra knows."""
+    from evalrun.config.schema import EvalConfig
+
+    flag, equals, value = arg.partition("=")
+    key = flag.lstrip("-").replace("-", "_")
+    if key in EvalConfig.__dataclass_fields__ and not key.startswith("_"):
+        if not equals:
+            value = (
+                after[0]
+                if after and not after[0].startswith("-") and "=" not in after[0]
+                else "..."
+            )
+        guess: str | None = f"{key}={value}"
+    else:
+        guess = did_you_mean(flag, [f for f in HYDRA_FLAGS if f.startswith("--")])
+    tail = f" (did you mean {guess}?)" if guess else ""
+    return UsageError(f"unknown option '{flag}'{tail}", hint="evalrun --help lists the options")
+
+
 def check_args(args: Sequence[str], commands: Iterable[str]) -> tuple[list[str], list[str]]:
     """Refuse, before Hydra parses them, arguments of a run that cannot mean anything: a bare
     word (a misspelt command or a missing `=`), an unknown flag, a schema named as an option.
@@ -100,11 +121,7 @@ def check_args(args: Sequence[str], commands: Iterable[str]) -> tuple[list[str],
             flags.append(arg)
             flag = arg.split("=", 1)[0]
             if flag not in HYDRA_FLAGS:
-                guess = did_you_mean(flag, [f for f in HYDRA_FLAGS if f.startswith("--")])
-                tail = f" (did you mean {guess}?)" if guess else ""
-                raise UsageError(
-                    f"unknown option '{flag}'{tail}", hint="evalrun --help lists the options"
-                )
+                raise unknown_option(arg, args[index + 1 : index + 2])
             expects_value = flag if HYDRA_FLAGS[flag] and "=" not in arg else ""
             continue
         if "=" in arg or arg.startswith("~"):

@@ -52,6 +52,16 @@ def locate_config(cwd: Path | None = None) -> ConfigLocation:
     return ConfigLocation(CONF_DIR, PACKAGED_CONFIG_NAME, None)
 
 
+def project_above(cwd: Path | None = None) -> Path | None:
+    """The nearest folder above `cwd` holding an evalrun project (conf/evalrun.yaml), if any:
+    a command run from inside a project's tasks/ is not in the project, and says so."""
+    folder = (Path.cwd() if cwd is None else cwd).resolve()
+    for parent in folder.parents:
+        if (parent / PROJECT_CONF_DIR / f"{PROJECT_CONFIG_NAME}.yaml").is_file():
+            return parent
+    return None
+
+
 @dataclass(frozen=True)
 class SearchPathEntry:
     """One entry of Hydra's config search path, with the folder it stands for (None for the

@@ -225,6 +225,14 @@ def from_hydra(exc: BaseException) -> UsageError:
             f"cannot read the override '{exc.override}': {_parse_reason(exc.message)}",
             hint="overrides are key=value; quote values with spaces or brackets: 'tags=[a,b]'",
         )
+    ambiguous = re.search(r"Ambiguous value for argument '([^']*)'", str(exc))
+    if ambiguous:  # `tags=python,git` outside a sweep
+        arg = ambiguous[1]
+        key, _, value = arg.partition("=")
+        return UsageError(
+            f"{arg}: a comma-separated value is a sweep; for a list write {key}=[{value}]",
+            hint=f"to run once per value: evalrun -m {arg}",
+        )
     cause = exc.__cause__
     translated = _from_omegaconf(cause if cause is not None else exc)
     if translated is not None:
@@ -239,6 +247,13 @@ def _parse_reason(message: str) -> str:
 
 
 _ALREADY = "An item is already at '"
+# OmegaConf's "Value 'abc' of type 'str' could not be converted to Integer" (and its kin),
+# said plainly.
+_EXPECTED = {
+    "converted to Integer": "a whole number",
+    "converted to Float": "a number",
+    "not a valid bool": "true or false",
+}
 _PLAIN_KEY = re.compile(r"[\w\-/]+")  # what Hydra's grammar reads as one part of a dotted key
 
 
@@ -261,6 +276,9 @@ def _from_omegaconf(exc: BaseException) -> UsageError | None:
             return UsageError(f"'{full_key}' is a new entry: add it with {form}")
         return unknown_key(str(full_key), _schema_keys(schema))
     reason = _first_line(getattr(exc, "msg", text))
+    expected = next((e for word, e in _EXPECTED.items() if word in reason), None)
+    if expected and full_key:  # `trials=abc`
+        return UsageError(f"{full_key}: expected {expected}, got {getattr(exc, 'value', '')!r}")
     if isinstance(exc, ValidationError) and full_key:
         value = getattr(exc, "value", None)
         shown = f"{full_key}={value}" if value is not None else str(full_key)

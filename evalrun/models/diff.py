@@ -47,8 +47,11 @@ class ValuePair(BaseModel):
 
 
 class ConfigChanges(BaseModel):
-    """The resolved configs compared as dotted keys (`evalrun.analysis.configdiff`)."""
+    """The resolved configs compared as dotted keys (`evalrun.analysis.configdiff`), after
+    the config group options chosen (`agent: oracle -> noop`)."""
 
+    options: dict[str, ValuePair] = {}
+    """Config groups whose chosen option differs (from each run's plan.json)."""
     changed: dict[str, ValuePair]
     added: dict[str, Any]
     """Keys only in run b, with b's value."""

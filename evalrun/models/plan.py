@@ -51,6 +51,9 @@ class PlanFile(BaseModel):
     concurrency: int | None = None
     sandbox: str = "?"
     agent: str = "?"
+    choices: dict[str, str] = Field(default_factory=dict)
+    """The config group options the run was composed with (`agent: my_agent`, `sandbox:
+    docker`, ...): what a person chose, where `agent` is the agent's kind (`command`)."""
     tasks: list[PlannedTask] = Field(default_factory=list)
     cells: int | None = None
     provenance: dict[str, Any] | None = None

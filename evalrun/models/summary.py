@@ -43,10 +43,15 @@ class Estimate:
         return (self.high - self.low) / 2
 
     def plus_minus(self, digits: int = 2) -> str:
-        """`0.62 ± 0.11`, or the bare value when there is no interval."""
+        """`0.62 ± 0.11`; `1.00 [0.21, 1.00]` when the interval is lopsided (near 0 or 1, a
+        symmetric ± would read as "up to 1.40"); the bare value when there is no interval."""
         shown = f"{self.value:.{digits}f}"
         half = self.half_width
-        return shown if half is None else f"{shown} ± {half:.{digits}f}"
+        if half is None or self.low is None or self.high is None:
+            return shown
+        if abs((self.value - self.low) - (self.high - self.value)) > 10 ** -digits:
+            return f"{shown} {self.interval(digits)}"
+        return f"{shown} ± {half:.{digits}f}"
 
     def interval(self, digits: int = 2) -> str:
         """`[0.41, 0.80]`, or `no interval`."""

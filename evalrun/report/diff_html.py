@@ -118,7 +118,8 @@ def config_rows(config: ConfigChanges) -> list[tuple[str, str, str, str]]:
             return "—"
         return value if isinstance(value, str) else json.dumps(value, default=str)
 
-    rows = [(key, "changed", shown(p.a), shown(p.b)) for key, p in config.changed.items()]
+    rows = [(key, "option", shown(p.a), shown(p.b)) for key, p in config.options.items()]
+    rows += [(key, "changed", shown(p.a), shown(p.b)) for key, p in config.changed.items()]
     rows += [(k, "added", "—", shown(v)) for k, v in config.added.items()]
     rows += [(k, "removed", shown(v), "—") for k, v in config.removed.items()]
     return rows

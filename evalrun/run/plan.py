@@ -135,6 +135,7 @@ class RunPlan:
             concurrency=self.concurrency,
             sandbox=self.backend.name,
             agent=self.agent.name,
+            choices=group_choices(),
             tasks=[
                 PlannedTask(
                     id=t.id,
@@ -151,6 +152,17 @@ class RunPlan:
             provenance=reproduction_info(self.tasks_dir),  # install kind, git shas, versions
             skipped=list(self.skipped),
         )
+
+
+def group_choices() -> dict[str, str]:
+    """The config group options of the run being composed (`agent: oracle`, ...); empty when
+    the config was composed without Hydra's app (the compose API)."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        return {}
+    chosen = HydraConfig.get().runtime.choices
+    return {k: str(v) for k, v in chosen.items() if v is not None and not k.startswith("hydra/")}
 
 
 def kept_fields(task: Task) -> dict[str, Any]:
@@ -187,7 +199,11 @@ def select(
     valid = {d.value for d in Difficulty}
     for level in difficulty:
         if level not in valid:
-            raise UsageError(f"difficulty: {level!r} is not one of {', '.join(sorted(valid))}")
+            guess = difflib.get_close_matches(level, sorted(valid), n=1)
+            hint = f"; did you mean {guess[0]}?" if guess else ""
+            raise UsageError(
+                f"difficulty: {level!r} is not one of {', '.join(sorted(valid))}{hint}"
+            )
     chosen = [
         t
         for t in tasks
@@ -262,8 +278,9 @@ def load_for_suite(
 
 
 def refuse_unloadable(suite: Suite, ids: list[str]) -> list[SkippedEntry]:
-    """The suite's broken folders as skipped tasks; a `UsageError` when one is named in `ids`
-    or when nothing at all could load."""
+    """The suite's broken folders as skipped tasks - with `ids`, only those it names, so a
+    folder the filter leaves out never fails the run; a `UsageError` when one named in `ids`
+    is broken or when nothing at all could load."""
     broken = {u.task_id: u for u in suite.unloadable}
     named = [broken[i].describe() for i in ids if i in broken]
     if named:
@@ -276,6 +293,7 @@ def refuse_unloadable(suite: Suite, ids: list[str]) -> list[SkippedEntry]:
     return [
         SkippedEntry(id=u.task_id, kind=SkipKind.cannot_load, reason=u.describe())
         for u in suite.unloadable
+        if not ids
     ]
 
 

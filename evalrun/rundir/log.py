@@ -25,6 +25,7 @@ run, a file that is not readable JSON / YAML or does not match its schema.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 from collections.abc import Iterable, Iterator
@@ -74,9 +75,7 @@ class RunLog(BaseModel):
     def open(cls, path: str | Path, *, ended: bool = False) -> RunLog:
         """Read the run directory at `path`. `ended`: it must hold summary.json (gate, diff and
         a baseline compare runs that ended). `UsageError` naming the folder or file otherwise."""
-        run_dir = Path(path).expanduser()
-        if not run_dir.is_dir():
-            raise UsageError(f"{run_dir}: no such directory (expected a run directory)")
+        run_dir = locate_run(path)
         needed = [CONFIG_FILE, PLAN_FILE, *([SUMMARY_FILE] if ended else [])]
         missing = [name for name in needed if not (run_dir / name).is_file()]
         if missing:
@@ -120,11 +119,13 @@ class RunLog(BaseModel):
 
     @property
     def agent(self) -> str:
-        """`coder (gpt-4o-mini)` for agents that call a model, else the agent's name."""
+        """The agent as it was chosen - its config option (`my_agent`), else its kind - with
+        the model it called: `coder (gpt-4o-mini)`."""
         agent_cfg = self.config.get("agent")
         provider = agent_cfg.get("provider") if isinstance(agent_cfg, dict) else None
         model = provider.get("model") if isinstance(provider, dict) else None
-        return f"{self.plan.agent} ({model})" if model else self.plan.agent
+        name = self.plan.choices.get("agent", self.plan.agent)
+        return f"{name} ({model})" if model else name
 
     @property
     def last_written(self) -> float:
@@ -232,6 +233,29 @@ def sweep_jobs(path: Path) -> list[Path]:
         return []
     jobs = [p for p in path.iterdir() if p.name.isdigit() and is_run_dir(p)]
     return sorted(jobs, key=lambda p: int(p.name))
+
+
+RUNS_DIR = Path("runs")  # where runs land unless run_dir= says otherwise
+LATEST = "latest"
+
+
+def locate_run(path: str | Path, runs: Path = RUNS_DIR) -> Path:
+    """A run directory as a user names one: its path, its name as `evalrun ls` shows it (a
+    folder of `runs`), or `latest` - the run under `runs` written last. `UsageError` naming
+    what was looked for (with the nearest run's name) otherwise."""
+    given = Path(path).expanduser()
+    if given.is_dir():
+        return given
+    found = find_run_dirs(runs) if runs.is_dir() else []
+    if str(path) == LATEST and found:
+        return max(found, key=lambda d: (d / PLAN_FILE).stat().st_mtime)
+    by_name = {d.name: d for d in found}
+    if given.name in by_name and len(given.parts) == 1:
+        return by_name[given.name]
+    close = difflib.get_close_matches(given.name, sorted(by_name), n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    where = f"no run in {runs}/ yet" if str(path) == LATEST else "no such directory"
+    raise UsageError(f"{path}: {where}{hint} (expected a run directory, a run's name or latest)")
 
 
 def find_run_dirs(root: Path, max_depth: int = 4) -> list[Path]:

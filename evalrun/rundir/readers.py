@@ -29,7 +29,7 @@ def read_side(run_dir: str | Path) -> RunSide:
     except UsageError as exc:
         raise UsageError(f"diff: {exc}") from exc
     fingerprints = {t.id: t.fingerprint for t in run.plan.tasks}
-    return RunSide(run.run_dir, run.config, fingerprints, run.summary())
+    return RunSide(run.run_dir, run.config, fingerprints, run.summary(), run.plan.choices)
 
 
 def profile_for(profile_cfg: Any, baseline: str | Path | None) -> ThresholdProfile:

@@ -178,28 +178,40 @@ def _drop_torn_tail(path: Path) -> None:
 
 
 # --- one directory, one writer -----------------------------------------------------------------
+_FOLDERS_MADE: dict[Path, list[Path]] = {}  # a claimed run directory -> parents made for it
+
+
 def claim_new_run_dir(path: Path) -> Path:
     """Create a new run's directory exclusively: `path`, or `path-2`, `path-3`, ... when that
-    name is taken. Never returns a directory that existed before."""
+    name is taken. Never returns a directory that existed before. The parent folders it had to
+    make (`runs/`) go again with the directory when it stays unused (`remove_if_unused`)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    made = [p for p in (path.parent, *path.parent.parents) if not p.exists()]
     for n in range(1, MAX_SUFFIX):
         candidate = path if n == 1 else path.with_name(f"{path.name}-{n}")
         try:
-            candidate.mkdir()
-        except FileExistsError:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            candidate.mkdir()  # (the parent may vanish in between: an unused run's cleanup)
+        except (FileExistsError, FileNotFoundError):
             continue
+        _FOLDERS_MADE[candidate.absolute()] = made
         return candidate
     raise UsageError(f"run_dir: {path} and {MAX_SUFFIX - 2} suffixed names are all taken")
 
 
 def remove_if_unused(run_dir: Path) -> None:
-    """Remove a run directory that holds nothing but its lock file (a dry run, a refused run)."""
+    """Remove a run directory that holds nothing but its lock file (a dry run, a refused run),
+    and the parent folders claiming it made, while they are empty: nothing is left behind."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir() or any(p.name != LOCK_FILE for p in run_dir.iterdir()):
         return
     (run_dir / LOCK_FILE).unlink(missing_ok=True)
     run_dir.rmdir()
+    for folder in _FOLDERS_MADE.pop(run_dir.absolute(), []):  # the deepest first
+        try:
+            folder.rmdir()
+        except OSError:  # another run's directory is in it now
+            break
 
 
 class RunBusy(UsageError):

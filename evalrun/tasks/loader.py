@@ -128,8 +128,17 @@ def _check_symlinks(folder: Path) -> None:
                 )
 
 
+NOT_TASKS = ("runs",)  # what evalrun itself may put beside tasks, unless it holds a task file
+
+
 def is_task_folder(path: Path) -> bool:
-    return path.is_dir() and not path.name.startswith((".", "_"))
+    """Whether a folder of a suite is one of its tasks: not a dot- or `_` folder (`.git`,
+    `__pycache__`), not empty, and not `runs/` unless a task file says it is one."""
+    if not path.is_dir() or path.name.startswith((".", "_")):
+        return False
+    if (path / TASK_FILE).is_file() or (path / HARBOR_TASK_FILE).is_file():
+        return True
+    return path.name not in NOT_TASKS and any(path.iterdir())
 
 
 @dataclass(frozen=True)

@@ -113,6 +113,8 @@ def test_edges_stay_inside_zero_and_one_and_one_task_gives_no_interval():
     assert all_pass.low == pytest.approx(wilson(10, 10, t_quantile(0.975, 9))[0])
     lonely = pass_rate([(2, 3)])
     assert lonely.se is None and lonely.low is None and lonely.plus_minus() == "0.67"
+    # at the bound, a symmetric ± would read "up to 1.40": the lopsided interval is shown
+    assert all_pass.plus_minus() == f"1.00 [{all_pass.low:.2f}, 1.00]"
 
 
 def simulate_suite(rng: random.Random, tasks: int, trials: int, mean: float, icc: float):

@@ -105,6 +105,48 @@ def test_dry_run_prints_the_plan_and_runs_nothing(suite, tmp_path):
     assert not run_dir.exists()
 
 
+def test_a_dry_run_creates_nothing_not_even_the_runs_folder(suite, tmp_path):
+    """Left behind, `runs/` inside a tasks folder used to read as a broken task (exit 4)."""
+    cwd = tmp_path / "somewhere"
+    cwd.mkdir()
+    proc = evalrun(f"tasks_dir={suite}", "dry_run=true", cwd=cwd)
+    assert proc.returncode == 0, proc.stderr
+    assert list(cwd.iterdir()) == []
+
+
+def test_what_is_not_a_task_beside_tasks_never_fails_a_run(suite, tmp_path):
+    """A `runs/` folder, an empty folder, `__pycache__` and dot-folders are not tasks; a broken
+    folder the `ids=` filter leaves out is not the run's business."""
+    (suite / "runs" / "20261201-101500-eval").mkdir(parents=True)
+    (suite / "runs" / "20261201-101500-eval" / "samples.jsonl").write_text("{}\n")
+    (suite / "empty").mkdir()
+    (suite / "__pycache__").mkdir()
+    (suite / ".cache" / "x").mkdir(parents=True)
+    (suite / "zzz-broken").mkdir()
+    (suite / "zzz-broken" / "task.yaml").write_text("id: zzz-broken\nprompt: [unclosed\n")
+    run = evalrun(f"tasks_dir={suite}", f"run_dir={tmp_path / 'r1'}", "ids=[001-answer]")
+    assert run.returncode == 0, run.stderr  # the gold agent passes; nothing skipped
+    assert "skipped" not in run.stderr and "runs" not in run.stderr
+    whole = evalrun(f"tasks_dir={suite}", f"run_dir={tmp_path / 'r2'}")
+    assert whole.returncode == 4, whole.stderr  # unfiltered, the broken one is named
+    assert "zzz-broken" in whole.stderr
+    for name in ("runs", "empty", "__pycache__", ".cache"):
+        assert f"skipped {name}" not in whole.stderr
+
+
+def test_inside_a_projects_tasks_folder_evalrun_says_it_is_not_the_project(tmp_path):
+    init = evalrun("init", str(tmp_path / "proj"), cwd=tmp_path)
+    assert init.returncode == 0, init.stderr
+    inside = tmp_path / "proj" / "tasks"
+    proc = evalrun("dry_run=true", cwd=inside)
+    assert proc.returncode == 0, proc.stderr
+    assert f"is inside the evalrun project {tmp_path / 'proj'} but not its root" in proc.stderr
+    assert "bundled suite" in proc.stderr
+    assert not (inside / "runs").exists()
+    at_root = evalrun("dry_run=true", cwd=tmp_path / "proj")
+    assert "not its root" not in at_root.stderr
+
+
 def test_cfg_job_prints_the_composed_config(suite):
     proc = evalrun(f"tasks_dir={suite}", "trials=4", "--cfg", "job")
     assert proc.returncode == 0, proc.stderr
@@ -234,3 +276,23 @@ def test_sigterm_cancels_a_check_and_leaves_nothing_running(
         assert "stopped by SIGTERM: cancelling the check's samples" in err
         assert "Traceback" not in err and "verifiers honest" not in out
         assert running() == 0 and host_pids_with(marker) == []
+
+
+def test_runs_are_named_by_the_options_chosen_in_ls_and_diff(tmp_path):
+    """Two command agents of a project are `my_agent` and `other_agent`, not both `command`;
+    `diff` says `agent: my_agent -> other_agent` before the resolved keys."""
+    assert evalrun("init", str(tmp_path / "proj"), cwd=tmp_path).returncode == 0
+    project = tmp_path / "proj"
+    agents = project / "conf" / "agent"
+    (agents / "other_agent.yaml").write_text(
+        (agents / "my_agent.yaml").read_text().replace("my_agent does", "other_agent does")
+    )
+    for name in ("my_agent", "other_agent"):
+        done = evalrun(f"agent={name}", f"run_dir=runs/{name}", cwd=project)
+        assert done.returncode in (0, 1), done.stderr
+    listed = evalrun("ls", cwd=project)
+    assert "my_agent" in listed.stdout and "other_agent" in listed.stdout
+    assert "command" not in listed.stdout
+    compared = evalrun("diff", "runs/my_agent", "runs/other_agent", cwd=project)
+    rows = [" ".join(line.replace("│", " ").split()) for line in compared.stdout.splitlines()]
+    assert "agent my_agent other_agent" in rows, compared.stdout

@@ -50,10 +50,28 @@ CASES = [
         "error: 'trials' is already in the config: set it without '+' (trials=...)",
         None,
     ),
+    (["trials=many"], "error: trials: expected a whole number, got 'many'", None),
+    (["reward_threshold=x"], "error: reward_threshold: expected a number, got 'x'", None),
     (
-        ["trials=many"],
-        "error: trials=many: Value 'many' of type 'str' could not be converted to Integer",
+        ["keep_workspaces=maybe"],
+        "error: keep_workspaces: expected true or false, got 'maybe'",
         None,
+    ),
+    (
+        ["tags=python,git"],
+        "error: tags=python,git: a comma-separated value is a sweep; for a list write "
+        "tags=[python,git]",
+        "hint: to run once per value: evalrun -m tags=python,git",
+    ),
+    (
+        ["--profile", "regression"],
+        "error: unknown option '--profile' (did you mean profile=regression?)",
+        "hint: evalrun --help lists the options",
+    ),
+    (
+        ["--trials=3"],
+        "error: unknown option '--trials' (did you mean trials=3?)",
+        "hint: evalrun --help lists the options",
     ),
     (["lst"], "error: unknown command 'lst'; did you mean ls?", None),
     (["chek"], "error: unknown command 'chek'; did you mean check?", None),
@@ -77,6 +95,11 @@ CASES = [
     (
         ["difficulty=impossible"],
         "error: difficulty: 'impossible' is not one of easy, hard, medium",
+        None,
+    ),
+    (
+        ["difficulty=hrad"],
+        "error: difficulty: 'hrad' is not one of easy, hard, medium; did you mean hard?",
         None,
     ),
 ]

@@ -79,7 +79,7 @@ def test_bad_selection_is_a_usage_error(suite, overrides, message):
     [
         ("trialz=3", "unknown key 'trialz' (did you mean trials?)"),
         ("sandbox.imagee=x", "unknown key 'sandbox.imagee'"),
-        ("trials=many", "trials=many: Value 'many' of type 'str' could not be converted"),
+        ("trials=many", "trials: expected a whole number, got 'many'"),
         ("sandbox=nonesuch", "sandbox=nonesuch: no such option (options: local, bwrap, "),
     ],
 )

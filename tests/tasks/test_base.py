@@ -8,6 +8,7 @@ from pathlib import Path
 
 from evalrun.sandbox.local import LocalBackend
 from evalrun.tasks.base import inject, shadowing
+from tests.conftest import REPO
 
 
 def hidden_folder(tmp_path: Path) -> Path:
@@ -59,3 +60,16 @@ def test_only_the_roots_neighbours_are_named(tmp_path: Path):
     assert {"check", "check.so", "check.abi3.so", "tests.py", "__pycache__"} <= set(named)
     assert "check.cpython-312-aarch64-linux-gnu.so" in named
     assert not any(n.startswith(("verify", "tests/")) for n in named)
+
+
+def test_the_scaffolded_verifiers_say_how_the_reason_is_chosen_as_it_is_chosen():
+    """`evalrun new` / `evalrun init` templates tell authors which line becomes the reason."""
+    from evalrun.tasks.base import failure_reason
+
+    output = "checking...\nFAIL: expected 42, got 41\ncleaning up\n"
+    assert failure_reason(output, 1, "verify.sh") == "FAIL: expected 42, got 41"
+    assert failure_reason("checking...\nno answer.txt\n", 1, "verify.sh") == "no answer.txt"
+    templates = REPO / "evalrun" / "cli" / "scaffold" / "templates"
+    for script in templates.rglob("verify.sh"):
+        comment = " ".join(line.lstrip("# ") for line in script.read_text().splitlines()[:6])
+        assert "first line starting with FAIL (else the last line" in comment, script

@@ -16,17 +16,19 @@ from rich.console import Console
 from evalrun.cli.arguments import CommandParser
 from evalrun.console import styled
 from evalrun.errors import ExitCode, UsageError
+from evalrun.rundir.log import LATEST, RUNS_DIR, locate_run
 
 if TYPE_CHECKING:
     from evalrun.report.rundata import RunFiles
 
-DEFAULT_RUNS_DIR = Path("runs")
 PROMPT_LINES = 6  # of a task's prompt in `evalrun show <run> <task>`
 
 
 def _parser(command: str, description: str) -> CommandParser:
     parser = CommandParser(command, description)
-    parser.add_argument("run_dir", metavar="<run-dir>", type=Path, help="a run directory")
+    parser.add_argument(
+        "run_dir", metavar="<run-dir>", type=Path, help=f"a run: a path, its name, or {LATEST}"
+    )
     return parser
 
 
@@ -40,10 +42,13 @@ def ls_command(args: list[str], console: Console) -> int:
         metavar="runs_dir",
         nargs="?",
         type=Path,
-        default=DEFAULT_RUNS_DIR,
-        help=f"a folder of runs (default: {DEFAULT_RUNS_DIR}/)",
+        default=RUNS_DIR,
+        help=f"a folder of runs (default: {RUNS_DIR}/)",
     )
     root = parser.parse(args).root.expanduser()
+    if root == RUNS_DIR and not root.is_dir():
+        console.print(f"no runs yet in {root}/ (every run lands there; start one with `evalrun`)")
+        return ExitCode.OK
     rows = list_runs(root)
     if not rows:
         console.print(f"no runs in {root}")
@@ -131,8 +136,13 @@ def report_command(args: list[str], console: Console) -> int:
 
     parser = CommandParser("report", "Write report.html and junit.xml of a run (or sweep) again.")
     parser.add_argument(
-        "run_dir", metavar="<run-dir | multirun-dir>", type=Path, help="a run or a sweep"
+        "run_dir",
+        metavar="<run-dir | multirun-dir>",
+        nargs="?",
+        default=LATEST,
+        help=f"a run or a sweep: a path, a run's name, or {LATEST} (the default)",
     )
-    for path in rerender(parser.parse(args).run_dir.expanduser()):  # takes the writer lock
+    given = Path(parser.parse(args).run_dir).expanduser()
+    for path in rerender(given if given.is_dir() else locate_run(given)):  # takes the lock
         console.print(str(path), highlight=False, soft_wrap=True)
     return ExitCode.OK

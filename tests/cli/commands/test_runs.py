@@ -77,7 +77,8 @@ def test_show_prints_the_terminal_report_again(run_dir):
     assert proc.returncode == 0, proc.stderr
     assert "002-flaky flaky" in proc.stdout
     assert (
-        "pass@1 0.556 ± 0.465  errors 3  pass@3 0.667 ± 0.472  pass^3 0.333 ± 0.472  flaky tasks 1"
+        "pass@1 0.556 [0.042, 0.972]  errors 3  pass@3 0.667 [0.044, 0.989]  "
+        "pass^3 0.333 [0.011, 0.956]  flaky tasks 1"
         in proc.stdout
     )
     assert (
@@ -196,3 +197,33 @@ def test_report_is_refused_while_another_process_writes_the_run_and_ls_says_who(
         holder.kill()
         holder.wait()
     assert evalrun("report", str(run_dir)).returncode == 0  # a dead holder's lock is taken over
+
+
+def test_the_names_ls_shows_open_in_show_and_report_and_latest_is_the_newest(
+    evalrun, suite, tmp_path, monkeypatch
+):
+    """What `ls` prints is what `show`/`report` take; `latest` is the run written last; and
+    before the first run `ls` says so instead of failing."""
+    monkeypatch.chdir(tmp_path)
+    first = evalrun("ls")
+    assert (first.returncode, first.stdout.strip()) == (
+        0,
+        "no runs yet in runs/ (every run lands there; start one with `evalrun`)",
+    )
+    older = run_suite(suite, tmp_path / "runs" / "20240101-000000-noop", "agent=noop")
+    newer = run_suite(suite, tmp_path / "runs" / "20250101-000000-eval")
+    os.utime(older / "plan.json", (1_700_000_000, 1_700_000_000))
+    listed = evalrun("ls")
+    assert "20240101-000000-noop" in listed.stdout
+    shown = evalrun("show", "20240101-000000-noop")
+    assert shown.returncode == 0, shown.stderr
+    assert "pass@1 0.000" in shown.stdout
+    latest = evalrun("show", "latest")
+    assert latest.returncode == 0, latest.stderr
+    assert "run directory: runs/20250101-000000-eval" in latest.stdout
+    report = evalrun("report")  # latest, by default
+    assert report.returncode == 0, report.stderr
+    assert str(newer.relative_to(tmp_path) / "report.html") in report.stdout
+    typo = evalrun("show", "20240101-000000-nop")
+    assert typo.returncode == 2
+    assert "did you mean 20240101-000000-noop?" in typo.stderr

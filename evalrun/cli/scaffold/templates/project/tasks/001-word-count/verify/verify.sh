@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The hidden verifier. evalrun copies verify/ to the workspace root only after the agent has
-# finished and runs `bash verify.sh` there: exit 0 is PASS; otherwise the last line is the reason.
+# finished and runs `bash verify.sh` there: exit 0 is PASS; otherwise the first
+# line starting with FAIL (else the last line) is the reason.
 # It runs the agent's wc.py as a separate process and decides here, in bash, so nothing the agent
 # wrote can decide the verdict. Only bash, python3, git and sqlite3 are available; no network.
 set -u
