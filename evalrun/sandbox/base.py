@@ -103,6 +103,16 @@ class Sandbox(Protocol):
         """
         ...
 
+    async def get(self, path: str, host_dir: Path, exclude: Sequence[str] = ()) -> bool:
+        """Copy the file or folder at `path` out of the sandbox to `host_dir/<its name>`, leaving
+        out what matches an `exclude` pattern (as `tar --exclude`); False when nothing is there.
+
+        Only where the backend `copies_out` (elsewhere it raises `SandboxError`). Streamed and
+        bounded; what comes out is the agent's, so links leading out of `host_dir` and special
+        files are skipped. Raises `OSError` when it is too large: the agent's doing.
+        """
+        ...
+
     async def end_agent(self) -> None:
         """End the agent phase: kill every process the agent left and check that none is left.
 
@@ -218,6 +228,9 @@ class SandboxBackend(Protocol):
     task_limits: frozenset[str]
     """Which of a task's own limits (`SandboxSpec.limits_asked`) this backend enforces;
     planning warns once about the rest."""
+    copies_out: bool
+    """Its sandboxes copy files out to the host (`Sandbox.get`), so a task's verifier can run in
+    a sandbox of its own with the agent's artifacts (Harbor's separate verifier)."""
 
     def preflight(self) -> None:
         """Raise `SandboxUnavailable` (a usage error) when this backend cannot run here; then

@@ -139,6 +139,9 @@ class LocalSandbox:
         except OSError as exc:
             raise SandboxError(f"copying {host_dir} into the workspace failed: {exc}") from exc
 
+    async def get(self, path: str, host_dir: Path, exclude: Sequence[str] = ()) -> bool:
+        raise SandboxError("sandbox=local does not copy files out of its sandboxes")
+
     async def end_agent(self) -> None:
         survivors = await asyncio.to_thread(kill_marked, self.root)
         if survivors:
@@ -185,6 +188,7 @@ class LocalBackend:
     name = "local"
     isolated = False
     task_limits: frozenset[str] = frozenset()  # a temp folder on the host: no limits at all
+    copies_out = False  # no `Sandbox.get`
 
     def __init__(
         self,

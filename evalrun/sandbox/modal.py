@@ -270,6 +270,9 @@ class ModalSandbox:
             detail = stderr.decode(errors="replace").strip()
             raise OSError(f"unpacking {host_dir} in the sandbox failed: {detail}")
 
+    async def get(self, path: str, host_dir: Path, exclude: Sequence[str] = ()) -> bool:
+        raise SandboxError("sandbox=modal does not copy files out of its sandboxes")
+
     async def end_agent(self) -> None:
         code, stderr = await self._plain(
             end_agent_argv((0, 0), VERIFIER_HOME, VERIFIER_TMP, ["/logs/verifier"])
@@ -350,6 +353,7 @@ class ModalBackend:
     name = "modal"
     isolated = True
     task_limits: frozenset[str] = frozenset({"cpus", "memory_mb"})  # no disk limit
+    copies_out = False  # no `Sandbox.get`
 
     def __init__(  # defaults: evalrun.config.schema.ModalSandboxConf, their one home
         self,

@@ -346,6 +346,9 @@ class BwrapSandbox:
             except OSError as exc:
                 raise SandboxError(f"reading {host_dir} to copy it in failed: {exc}") from exc
 
+    async def get(self, path: str, host_dir: Path, exclude: Sequence[str] = ()) -> bool:
+        raise SandboxError("sandbox=bwrap does not copy files out of its sandboxes")
+
     async def end_agent(self) -> None:
         survivors = await asyncio.to_thread(kill_marked, self.root)
         if self._group is not None and not await asyncio.to_thread(cgroup.kill_all, self._group):
@@ -397,6 +400,7 @@ class BwrapBackend:
     name = "bwrap"
     isolated = True
     task_limits: frozenset[str] = frozenset({"memory_mb", "storage_mb"})  # no CPU limit
+    copies_out = False  # no `Sandbox.get`
 
     def __init__(  # defaults: evalrun.config.schema.BwrapSandboxConf, their one home
         self,

@@ -5,18 +5,24 @@ whatever unpacks it - a `tar -x` inside bubblewrap (the read end as its stdin), 
 `put_archive` (chunks), a `tar -x` in a Modal exec (its stdin) - so the harness's memory stays the
 same whatever the size of the files. Every entry is owned by `owner` (the uid:gid the sandbox's
 commands run as), never by whoever owns the files on the host; modes and symlinks are kept.
+
+Files come out the same way (`unpack`: Docker's `get_archive` chunks, a member at a time, up to
+a byte limit), through tarfile's `data` filter: what a sandbox hands out is the agent's, so
+nothing in it may land outside the folder it is unpacked into, be a device, or keep a setuid bit.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
+import fnmatch
 import io
 import os
 import posixpath
 import tarfile
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 CHUNK = 1 << 20
@@ -149,3 +155,48 @@ def first_file(chunks: Iterable[bytes], limit: int) -> bytes | None:
             if extracted is not None:
                 return extracted.read(limit + 1)
     return None
+
+
+def unpack(
+    chunks: Iterable[bytes],
+    dest: Path,
+    limit: int,
+    exclude: Sequence[str] = (),
+    max_entries: int = 100_000,
+) -> list[str]:
+    """Extract a tar stream into `dest` through tarfile's `data` filter, one member at a time;
+    return the names the filter refused (links out of `dest`, devices: skipped, not fatal).
+
+    Members matching an `exclude` pattern (as `tar --exclude`: against any trailing part of the
+    path below the archive's top entry, a folder taking its contents along) are skipped. Raises
+    `OSError` (EFBIG) once the files' sizes pass `limit` bytes or the entries `max_entries`.
+    """
+    refused: list[str] = []
+    total = entries = 0
+    stream = io.BufferedReader(_ChunkReader(chunks), CHUNK)
+    with tarfile.open(fileobj=stream, mode="r|") as tar:
+        for member in tar:
+            if _excluded(member.name, exclude):
+                continue
+            total += member.size if member.isfile() else 0
+            entries += 1
+            if total > limit or entries > max_entries:
+                too_much = f"more than {limit} bytes or {max_entries} entries, not copied"
+                raise OSError(errno.EFBIG, too_much, member.name)
+            try:
+                tar.extract(member, dest, filter="data")
+            except tarfile.FilterError:
+                refused.append(member.name)
+    return refused
+
+
+def _excluded(name: str, patterns: Sequence[str]) -> bool:
+    """Whether `name` (its first part the archive's top entry) or a folder holding it matches
+    one of `patterns` by any trailing part of its path below the top."""
+    parts = name.strip("/").split("/")[1:]
+    return any(
+        fnmatch.fnmatchcase("/".join(parts[start:end]), pattern)
+        for end in range(1, len(parts) + 1)
+        for start in range(end)
+        for pattern in patterns
+    )

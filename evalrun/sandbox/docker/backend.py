@@ -6,8 +6,8 @@ capabilities dropped, `no-new-privileges` and a read-only /proc (no process can 
 memory through /proc/<pid>/mem). Docker's init (tini) is PID 1 and reaps orphans;
 `sleep infinity` keeps the container alive. Nothing of the host is mounted: the workspace, the
 hidden verify/ files and the agent's answer go in with `put_archive` (a tar streamed from a
-pipe) and come out with `get_archive` (streamed, bounded), so a container never sees the tasks
-folder, the run directory or the host's home.
+pipe) and come out with `get_archive` (streamed, bounded; `get` unpacks through tarfile's `data`
+filter), so a container never sees the tasks folder, the run directory or the host's home.
 
 ```
 /workspace     the sample's workspace (`workdir`), the agent's user's
@@ -16,6 +16,7 @@ folder, the run directory or the host's home.
   verifier-*   the verifier's fresh HOME and TMPDIR, made when the agent phase ends
 /home/agent    HOME, empty;  /tmp  TMPDIR
 /logs/agent    the agent's user's (Harbor agents write their logs here)
+/logs/artifacts the agent's user's (what a separate verifier gets, with the task's artifacts)
 /logs/verifier root's during the agent phase; made fresh for the verifier when it ends
 ```
 
@@ -90,7 +91,7 @@ from evalrun.sandbox.common.container import AS_USER, ExecSession, as_user_args,
 from evalrun.sandbox.common.limits import DU_SCRIPT, DiskLimit, check_positive
 from evalrun.sandbox.common.output import BoundedBuffer
 from evalrun.sandbox.common.owner import owner_alive, start_time
-from evalrun.sandbox.common.transfer import TarPipe, first_file, tar_dirs, tar_file
+from evalrun.sandbox.common.transfer import TarPipe, first_file, tar_dirs, tar_file, unpack
 from evalrun.sandbox.docker.images import TaskImages
 
 _CONF = DockerSandboxConf()
@@ -108,6 +109,7 @@ KILL_GRACE_S = 3.0  # after the killer ran, how long the output stream may take 
 ROOT_TIMEOUT_S = 120  # a harness command as root (clear, du) is ended after this long
 DISK_POLL_S = 2.0  # the disk watchdog's `du` is an exec: ask less often than on bwrap
 MAX_READ_BYTES = 64 * 1024 * 1024
+MAX_GET_BYTES = 512 * 1024 * 1024  # what `get` copies out at once (a separate verifier's artifacts)
 # Go's os.FileMode bits, as the engine reports a path's mode: a folder; a FIFO, socket, device,
 # character device or irregular file.
 GO_MODE_DIR = 1 << 31
@@ -330,6 +332,24 @@ class DockerSandbox:
             except OSError as exc:
                 raise SandboxError(f"reading {host_dir} to copy it in failed: {exc}") from exc
 
+    async def get(self, path: str, host_dir: Path, exclude: Sequence[str] = ()) -> bool:
+        import tarfile
+
+        from docker.errors import NotFound
+
+        target = self._abs(path)
+        try:
+            chunks, _ = await self._call("get_archive", self._container.get_archive, target)
+        except SandboxError as exc:
+            if isinstance(exc.__cause__, NotFound):
+                return False
+            raise
+        try:
+            await self._call("get_archive", unpack, chunks, host_dir, MAX_GET_BYTES, exclude)
+        except tarfile.TarError as exc:
+            raise SandboxError(f"docker get_archive of {target} failed: {exc}") from exc
+        return True
+
     async def end_agent(self) -> None:
         argv = end_agent_argv(self.owner_ids, VERIFIER_HOME, VERIFIER_TMP, [VERIFIER_LOGS])
         code, _, stderr = await self._run(argv, "0")
@@ -435,6 +455,7 @@ class DockerBackend:
     name = "docker"
     isolated = True
     task_limits: frozenset[str] = frozenset({"cpus", "memory_mb", "storage_mb"})
+    copies_out = True  # `Sandbox.get`: get_archive, streamed and bounded
 
     def __init__(  # defaults: evalrun.config.schema.DockerSandboxConf, their one home
         self,
@@ -686,6 +707,7 @@ class DockerBackend:
                 EXEC_DIR: (0o700, root),  # exec pid files and staged writes: root's alone
                 "/logs": (0o755, root),
                 "/logs/agent": (0o755, owner),  # Harbor agents write their logs here
+                "/logs/artifacts": (0o755, owner),  # what Harbor agents publish for a verifier
                 # Harbor verifiers write their reward here: root's until the agent phase ends,
                 # then made fresh for the verifier (`end_agent`)
                 VERIFIER_LOGS: (0o755, root),

@@ -147,6 +147,33 @@ def test_write_file_never_replaces_a_directory(engine: DockerBackend):
 
 
 @pytest.mark.docker
+def test_get_copies_files_out_without_what_is_excluded_or_leads_out(
+    engine: DockerBackend, tmp_path: Path
+):
+    """`get` (a separate verifier's artifacts): a folder or a file, `exclude` left behind, a
+    link out of the folder skipped, nothing at the path: False."""
+
+    async def body():
+        async with engine.open("get") as box:
+            await box.exec(
+                "mkdir -p /logs/artifacts/sub && echo a > /logs/artifacts/a.txt && "
+                "echo t > /logs/artifacts/sub/x.tmp && ln -s /etc/passwd /logs/artifacts/pw && "
+                "echo n > note.txt"
+            )
+            got = await box.get("/logs/artifacts", tmp_path / "dir", exclude=("*.tmp",))
+            one = await box.get("note.txt", tmp_path / "file")
+            return got, one, await box.get("/nothing/here", tmp_path / "none")
+
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "file").mkdir()
+    assert asyncio.run(body()) == (True, True, False)
+    found = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*"))
+    assert found == ["dir", "dir/artifacts", "dir/artifacts/a.txt", "dir/artifacts/sub", "file",
+                     "file/note.txt"]  # fmt: skip
+    assert (tmp_path / "file" / "note.txt").read_text() == "n\n"
+
+
+@pytest.mark.docker
 def test_read_file_follows_symlinks_inside_the_container(engine: DockerBackend):
     async def body():
         async with engine.open("link") as box:
