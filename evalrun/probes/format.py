@@ -42,6 +42,7 @@ class ProbeFormat:
     name: str = "probe"
     sandbox_spec: SandboxSpec = DEFAULT_SPEC
     step_plan: StepPlan | None = None
+    separate_verifier: None = None
     warnings: tuple[str, ...] = ()
     kept_fields: Mapping[str, Any] = field(default_factory=dict)
 

@@ -6,7 +6,9 @@ run(backend)    open a fresh sandbox, as the task's format asks (`SandboxSpec`),
   turn          per task, or per step of a multi-step task:
     act           the agent on the prompt, within its timeout and the sandbox's limits
     collect       the agent phase ends; what it changed in the workspace is recorded
-    verify        the task's hidden verifier is injected and run -> Verdict
+    verify        the task's hidden verifier is injected and run -> Verdict; a separate
+                  verifier (`TaskFormat.separate_verifier`) runs in a fresh sandbox of its
+                  own, with only the agent's artifacts carried over (`verify_apart`)
   record        the one `SampleRecord` of the attempt, whatever happened
 ```
 
@@ -40,10 +42,12 @@ are the rules every format shares (`Trial.grade`):
 from __future__ import annotations
 
 import asyncio
+import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, suppress
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from evalrun.agents.base import Agent, tracking_progress
@@ -60,9 +64,10 @@ from evalrun.models.records import (
     WorkspaceDiff,
 )
 from evalrun.models.writable import tail_text
+from evalrun.run import artifacts
 from evalrun.run.workspace_diff import Snapshot, changes_since, take_snapshot
 from evalrun.sandbox.base import Sandbox, SandboxBackend
-from evalrun.tasks.base import SetupFailed, Step, StepPlan, Verdict
+from evalrun.tasks.base import SeparateVerifier, SetupFailed, Step, StepPlan, Verdict
 from evalrun.tasks.loader import Task
 from evalrun.verifier import hardening
 
@@ -124,10 +129,12 @@ class Trial:
         self.started = time.time()
         self._log = log
         self._setup_log = ""
+        self._backend: SandboxBackend | None = None
 
     async def run(self, backend: SandboxBackend) -> SampleRecord:
         """The attempt's record. Never raises for anything the sample itself did."""
         self.started = time.time()
+        self._backend = backend
         try:
             async with self._open(backend) as box:
                 await self.setup(box)
@@ -237,6 +244,10 @@ class Trial:
         changes = None
         try:
             await box.end_agent()
+            apart = task.format.separate_verifier
+            if apart is not None:
+                changes = await self.collect(box, before)
+                return await self.verify_apart(box, task, apart, answer), changes
             hook = asyncio.ensure_future(self.prepare_verifier(box, task))
             try:
                 changes = await self.collect(box, before)
@@ -264,6 +275,25 @@ class Trial:
     async def verify(self, box: Sandbox, task: Task, answer: str) -> Verdict:
         """The task's hidden verifier, injected and run by its format (`TaskFormat.grade`)."""
         return await task.format.grade(box, answer, self.limits.verify_s)
+
+    async def verify_apart(
+        self, box: Sandbox, task: Task, apart: SeparateVerifier, answer: str
+    ) -> Verdict:
+        """The task's verifier in a fresh sandbox of its own (`apart.spec`), where only the
+        artifacts of the agent's sandbox `box` arrive (`evalrun.run.artifacts`); that sandbox is
+        removed once the verdict is in. Only after `box.end_agent()`."""
+        if self._backend is None:
+            raise SandboxError("a separate verifier needs the trial's backend (Trial.run)")
+        with tempfile.TemporaryDirectory(prefix="evalrun-artifacts-") as staging:
+            carried, log = await artifacts.collect(box, apart, Path(staging))
+            if log:
+                self._write_log("collect.log", log)
+            label = f"{self.key.label}.verifier"
+            async with self._backend.open(label, apart.spec) as judge:
+                await judge.end_agent()
+                await artifacts.restore(judge, carried)
+                await self.prepare_verifier(judge, task)
+                return await self.verify(judge, task, answer)
 
     # --- record --------------------------------------------------------------------------------
     def record(self, turn: Turn) -> SampleRecord:

@@ -12,7 +12,9 @@ grade(sandbox, answer)    hidden verifier injected after the agent -> Verdict  (
 The engine, the oracle agent, grading and `evalrun check` call these methods and never ask which
 format a task is in. A format says what its samples' sandboxes must give (`sandbox_spec`: its own
 image, a workspace path, a network policy, limits); `cannot_run_on(backend)` lets planning skip
-(or refuse) a task a backend cannot host, with the reason.
+(or refuse) a task a backend cannot host, with the reason. A format whose verifier runs in a
+sandbox of its own says so too (`separate_verifier`): the trial then opens that second sandbox,
+carries the agent's artifacts over and calls `grade` there.
 """
 
 from __future__ import annotations
@@ -124,6 +126,39 @@ class Step:
     format: TaskFormat
 
 
+@dataclass(frozen=True)
+class Artifact:
+    """A file or folder of the agent's sandbox that a separate verifier gets, at the same path.
+
+    `path` is absolute, or relative to the workspace; what matches an `exclude` pattern (as
+    `tar --exclude`) stays behind."""
+
+    path: str
+    exclude: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CollectCommand:
+    """A command run in the agent's sandbox once the agent is done, before the artifacts are
+    copied out (e.g. to write what the agent changed into an artifact folder)."""
+
+    command: str
+    timeout_s: float = 60.0
+    user: str | None = None  # None: the sandbox's user
+
+
+@dataclass(frozen=True)
+class SeparateVerifier:
+    """A verifier that runs in a fresh sandbox of its own (`spec`), where nothing the agent left
+    exists but the `artifacts` (collected after the `collect` commands ran, best effort).
+    `bundled_tests`: the verifier's image already holds its tests; none are copied in."""
+
+    spec: SandboxSpec
+    artifacts: tuple[Artifact, ...]
+    collect: tuple[CollectCommand, ...] = ()
+    bundled_tests: bool = False
+
+
 class StepPlan(Protocol):
     """How a multi-step task's turns run one after another in one sandbox, and add up."""
 
@@ -163,6 +198,12 @@ class TaskFormat(Protocol):
     @property
     def step_plan(self) -> StepPlan | None:
         """None: one turn - prepare, the agent, grade."""
+        ...
+
+    @property
+    def separate_verifier(self) -> SeparateVerifier | None:
+        """None: `grade` runs in the agent's sandbox; else in a sandbox of its own (see
+        `SeparateVerifier`), which the backend must be able to fill (`copies_out`)."""
         ...
 
     @property

@@ -233,6 +233,7 @@ class NativeFormat:
     name: str = "evalrun"
     sandbox_spec: SandboxSpec = DEFAULT_SPEC
     step_plan: StepPlan | None = None
+    separate_verifier: None = None
     warnings: tuple[str, ...] = ()
     kept_fields: Mapping[str, Any] = field(default_factory=dict)
 

@@ -10,21 +10,36 @@ per-phase `[agent]` / `[verifier]` tables (and each `[[steps]]`' own).
   and the verifier's may differ: each backend switches between them (docker reattaches the
   container; bwrap and local decide per command). Steps whose agent phases (or verifier phases)
   want different networks are unsupported.
+- **A separate verifier** (`separate_verifier`: `[verifier] environment_mode = "separate"`, or
+  a `[verifier.environment]`): the sandbox it runs in (its image by Harbor's precedence), the
+  `[[verifier.collect]]` commands run in the agent's sandbox first, and the artifacts it gets.
 - **Workspace path** (`workdir`), **CPU, memory and disk** (`cpus`, `memory_mb` / `memory`,
   `storage_mb` / `storage`: limits where the backend enforces them, `SandboxBackend.task_limits`),
   **variables every command sees** (`[environment.env]`), **the agent's user** (`[agent] user`)
   and **an image of its own** (its prebuilt `docker_image`, else the Dockerfile in environment/).
 - **Features evalrun cannot provide** (`unsupported`): GPUs, TPUs, Windows containers, MCP
-  servers, a separate verifier container, several containers (docker-compose.yaml).
+  servers, several containers (docker-compose.yaml, or a separate verifier's collect command or
+  artifact in a service besides `main`), a separate verifier in a multi-step task.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from evalrun.errors import TaskFormatError
 from evalrun.sandbox.base import Network, SandboxSpec, TaskImage, bad_workdir
-from evalrun.tasks.harbor.toml import EnvironmentTable, HarborToml, NetworkMode, Phase
+from evalrun.tasks.base import Artifact, CollectCommand, SeparateVerifier
+from evalrun.tasks.harbor.toml import (
+    MAIN_SERVICE,
+    EnvironmentTable,
+    HarborToml,
+    NetworkMode,
+    Phase,
+    fill_templates,
+)
+
+ARTIFACTS_DIR = "/logs/artifacts"  # Harbor's: what the agent publishes for a separate verifier
 
 
 def phase_network(phase: Phase | EnvironmentTable) -> Network:
@@ -71,7 +86,7 @@ def sample_networks(config: HarborToml) -> tuple[Network, Network, str | None]:
     return chosen[0], chosen[1], None
 
 
-def unsupported(config: HarborToml, environment_dir: Path) -> list[str]:
+def unsupported(config: HarborToml, environment_dir: Path, tests_dir: Path) -> list[str]:
     """What the task needs that no evalrun backend provides."""
     env = config.environment
     problems = []
@@ -84,14 +99,12 @@ def unsupported(config: HarborToml, environment_dir: Path) -> list[str]:
     if env.mcp_servers:
         names = ", ".join(str(s.get("name", "?")) for s in env.mcp_servers)
         problems.append(f"MCP servers ([environment] mcp_servers: {names})")
-    verifiers = [("verifier", config.verifier)]
-    verifiers += [(f"steps.{s.name}.verifier", s.verifier) for s in config.steps or ()]
-    for where, verifier in verifiers:
-        if verifier.separate:
-            problems.append(f"a separate verifier container ([{where}] environment_mode)")
+    problems += _separate_unsupported(config)
     for name in ("docker-compose.yaml", "docker-compose.yml"):
         if (environment_dir / name).is_file():
             problems.append(f"several containers (environment/{name})")
+    if config.verifier.separate and (tests_dir / "docker-compose.yaml").is_file():
+        problems.append("several containers for the separate verifier (tests/docker-compose.yaml)")
     users = {s.agent.user for s in config.steps or () if s.agent.user is not None}
     if users - {config.agent.user}:
         problems.append(f"a different agent user per step ({', '.join(sorted(users))})")
@@ -99,6 +112,27 @@ def unsupported(config: HarborToml, environment_dir: Path) -> list[str]:
     if clash:
         problems.append(clash)
     return problems
+
+
+def _separate_unsupported(config: HarborToml) -> list[str]:
+    """What of a separate verifier evalrun cannot do: in a multi-step task, or reaching a compose
+    service other than the agent's (`main`)."""
+    verifiers = [("verifier", config.verifier)]
+    verifiers += [(f"steps.{s.name}.verifier", s.verifier) for s in config.steps or ()]
+    if config.steps:
+        return [
+            f"a separate verifier in a multi-step task ([{where}] environment_mode or environment)"
+            for where, verifier in verifiers
+            if verifier.separate
+        ]
+    if not config.verifier.separate:
+        return []
+    services = {c.service for c in config.verifier.collect if c.service != MAIN_SERVICE}
+    services |= {str(a.service) for a in config.artifacts if not a.on_main}
+    return [
+        f"a compose service besides main ({s!r}, for the separate verifier)"
+        for s in sorted(services)
+    ]
 
 
 def sandbox_spec(
@@ -109,21 +143,83 @@ def sandbox_spec(
     image = None
     context = environment_dir if (environment_dir / "Dockerfile").is_file() else None
     if context is not None or table.docker_image:
-        timeout = table.build_timeout_sec or TaskImage.build_timeout_s
-        image = TaskImage(task_id, context, table.docker_image or None, timeout)
+        image = TaskImage(task_id, context, table.docker_image or None, _build_timeout(table))
+    agent, verifier, _ = sample_networks(config)
+    spec = _table_spec(table, task_file, "environment", image, env, agent)
+    return replace(
+        spec,
+        verifier_network=verifier if verifier is not agent else None,
+        user=config.agent.user,
+    )
+
+
+def separate_verifier(
+    config: HarborToml, task_file: Path, task_id: str, tests_dir: Path, agent: SandboxSpec
+) -> SeparateVerifier | None:
+    """Where a separate verifier runs (None: in the agent's sandbox), as Harbor 0.26 resolves
+    it: `[verifier.environment]`'s docker_image (its tests inside), else tests/Dockerfile (built
+    from tests/, its tests inside), else the task's own image (`agent.image`, tests copied in).
+    `[verifier.environment]`, when given, replaces `[environment]`'s workdir, limits and env."""
+    table = config.verifier.environment
+    if not config.verifier.separate:
+        return None
+    image, bundled = agent.image, False
+    if table is not None and table.docker_image is not None:
+        image, bundled = TaskImage(f"{task_id}-verifier", None, table.docker_image), True
+    elif (tests_dir / "Dockerfile").is_file():
+        timeout = _build_timeout(table or config.environment)
+        image, bundled = TaskImage(f"{task_id}-verifier", tests_dir, None, timeout), True
+    _, network, _ = sample_networks(config)
+    if table is None:
+        spec = replace(agent, image=image, network=network, verifier_network=None)
+    else:
+        if phase_network(config.verifier) is Network.unspecified:
+            own = phase_network(table)
+            network = network if own is Network.unspecified else own
+        env = fill_templates(table.env, task_file, "verifier.environment.env")
+        spec = _table_spec(table, task_file, "verifier.environment", image, env, network)
+        spec = replace(spec, user=config.agent.user)
+    return SeparateVerifier(spec, artifacts(config), collect_commands(config), bundled)
+
+
+def artifacts(config: HarborToml) -> tuple[Artifact, ...]:
+    """What a separate verifier gets of the agent's sandbox: /logs/artifacts (unless an entry
+    names it) and each `artifacts` entry, by its source path."""
+    found = [Artifact(a.source.rstrip("/") or "/", a.exclude) for a in config.artifacts]
+    if not any(a.path == ARTIFACTS_DIR for a in found):
+        found.insert(0, Artifact(ARTIFACTS_DIR))
+    return tuple(found)
+
+
+def collect_commands(config: HarborToml) -> tuple[CollectCommand, ...]:
+    """The `[[verifier.collect]]` commands (all in the agent's sandbox: `unsupported` refuses
+    another service)."""
+    return tuple(CollectCommand(c.command, c.timeout_sec, c.user) for c in config.verifier.collect)
+
+
+def _build_timeout(table: EnvironmentTable) -> float:
+    return table.build_timeout_sec or TaskImage.build_timeout_s
+
+
+def _table_spec(
+    table: EnvironmentTable,
+    task_file: Path,
+    where: str,
+    image: TaskImage | None,
+    env: dict[str, str],
+    network: Network,
+) -> SandboxSpec:
+    """A sandbox as an `[environment]`-like table asks; `TaskFormatError` for a bad workdir."""
     if table.workdir is not None:
         problem = bad_workdir(table.workdir)
         if problem:
-            raise TaskFormatError(task_file, problem, field="environment.workdir")
-    agent, verifier, _ = sample_networks(config)
+            raise TaskFormatError(task_file, problem, field=f"{where}.workdir")
     return SandboxSpec(
         image=image,
         workdir=table.workdir.rstrip("/") if table.workdir else None,
-        network=agent,
-        verifier_network=verifier if verifier is not agent else None,
+        network=network,
         cpus=table.cpus,
         memory_mb=table.memory_limit_mb,
         storage_mb=table.storage_limit_mb,
         env=tuple(sorted(env.items())),
-        user=config.agent.user,
     )

@@ -17,7 +17,7 @@ from evalrun.tasks.base import (
     Difficulty,
     TaskSpec,
 )
-from evalrun.tasks.harbor.env import sandbox_spec, unsupported
+from evalrun.tasks.harbor.env import sandbox_spec, separate_verifier, unsupported
 from evalrun.tasks.harbor.keys import flatten
 from evalrun.tasks.harbor.steps import load_steps
 from evalrun.tasks.harbor.task import (
@@ -47,6 +47,8 @@ USED_KEYS = frozenset(
         "verifier.env",
         "verifier.environment_mode",
         "verifier.environment",
+        "verifier.collect",
+        "artifacts",
         "environment.build_timeout_sec",
         "environment.docker_image",
         "environment.os",
@@ -93,14 +95,16 @@ def load(
         )
     task_file = layout.task_file
     env = fill_templates(config.environment.env, task_file, "environment.env")
+    box = sandbox_spec(config, task_file, folder.name, layout.environment_dir, env)
     fmt = HarborFormat(
         layout=layout,
         config=config,
         reward_threshold=reward_threshold,
-        sandbox_spec=sandbox_spec(config, task_file, folder.name, layout.environment_dir, env),
+        sandbox_spec=box,
+        separate_verifier=separate_verifier(config, task_file, folder.name, layout.tests_dir, box),
         verifier_env=fill_templates(config.verifier.env, task_file, "verifier.env"),
         solution_env=fill_templates(config.solution.env, task_file, "solution.env"),
-        unsupported=tuple(unsupported(config, layout.environment_dir)),
+        unsupported=tuple(unsupported(config, layout.environment_dir, layout.tests_dir)),
         warnings=tuple(f"{task_file}: {u.describe()}" for u in unknown),
         kept_fields={**_kept(raw), **{u.dotted: u.value for u in unknown}},
     )
@@ -114,7 +118,8 @@ def load(
         )
     else:
         prompt = read_instruction(layout.instruction_file)
-        if not layout.test_script.is_file():
+        bundled = fmt.separate_verifier is not None and fmt.separate_verifier.bundled_tests
+        if not layout.test_script.is_file() and not bundled:
             raise TaskFormatError(
                 layout.test_script, "missing: a Harbor task needs tests/test.sh (the verifier)"
             )

@@ -96,6 +96,7 @@ class HarborStepFormat:
     name: str = "harbor"
     sandbox_spec: SandboxSpec = DEFAULT_SPEC  # the sample's sandbox is the task's
     step_plan: None = None
+    separate_verifier: None = None
     warnings: tuple[str, ...] = ()
     kept_fields: Mapping[str, Any] = field(default_factory=dict)
 

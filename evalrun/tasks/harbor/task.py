@@ -28,6 +28,11 @@ kept as the sample's `reward` score, other numbers in reward.json as `reward.<ke
 file, or one that is not a number, is a `fail` with the reason - never a silent 0, and not an
 `error`: the verifier ran in the agent's workspace, so the agent could have caused it (unless
 test.sh hard-codes /logs/verifier where the sandbox has none: that is the harness's `error`).
+
+A separate verifier (`separate_verifier`, see `evalrun.tasks.harbor.env`) is graded the same way,
+in the fresh sandbox the trial opens for it with the agent's artifacts in place; when its image
+bundles the tests (a `[verifier.environment] docker_image`, or tests/Dockerfile), nothing is
+copied in and `bash /tests/test.sh` runs from the workspace root.
 """
 
 from __future__ import annotations
@@ -55,6 +60,7 @@ from evalrun.sandbox.base import (
 )
 from evalrun.tasks.base import (
     HARBOR_TASK_FILE,
+    SeparateVerifier,
     SetupFailed,
     StepPlan,
     Verdict,
@@ -144,12 +150,14 @@ def read_instruction(path: Path) -> str:
 
 @dataclass(frozen=True)
 class Verifier:
-    """How one grading runs: which tests/ folders (later ones over earlier), with what."""
+    """How one grading runs: which tests/ folders (later ones over earlier), with what.
+    `bundled`: the sandbox's image holds the tests at /tests already; none are copied in."""
 
     tests_dirs: tuple[Path, ...]
     timeout_s: float | None
     env: Mapping[str, str]
     user: str | None
+    bundled: bool = False
 
 
 @dataclass(frozen=True)
@@ -166,6 +174,7 @@ class HarborFormat:
     warnings: tuple[str, ...] = ()
     kept_fields: Mapping[str, Any] = field(default_factory=dict)
     step_plan: StepPlan | None = None
+    separate_verifier: SeparateVerifier | None = None
     name: str = "harbor"
 
     @property
@@ -175,16 +184,23 @@ class HarborFormat:
 
     @property
     def verifier(self) -> Verifier:
+        apart = self.separate_verifier
         return Verifier(
             (self.layout.tests_dir,),
             self.config.verifier.timeout_sec,
             self.verifier_env,
             self.config.verifier.user,
+            bundled=apart is not None and apart.bundled_tests,
         )
 
     def cannot_run_on(self, backend: SandboxBackend) -> str | None:
         if self.unsupported:
             return f"uses what evalrun cannot provide: {'; '.join(self.unsupported)}"
+        apart = self.separate_verifier
+        if apart is not None and not backend.copies_out:
+            return "a separate verifier needs sandbox=docker (its artifacts are copied out)"
+        if apart is not None and (problem := backend.cannot_host(apart.spec)):
+            return f"its separate verifier: {problem}"
         if self.sandbox_spec.is_default:
             return None
         return backend.cannot_host(self.sandbox_spec)
@@ -225,24 +241,15 @@ class HarborFormat:
         return await self.run_verifier(sandbox, self.verifier, timeout_s)
 
     async def run_verifier(self, sandbox: Sandbox, verifier: Verifier, timeout_s: float) -> Verdict:
-        """Inject the tests folders, run tests/test.sh, read its reward; `verdict_for` says
-        what it means."""
+        """Inject the tests folders (unless the image holds them), run test.sh, read its
+        reward; `verdict_for` says what it means."""
         timeout_s = verifier.timeout_s or timeout_s
         container = sandbox.is_container
-        # a container's /logs/verifier was made fresh by `end_agent` (its parent is root's)
-        also = [CONTAINER_TESTS_DIR] if container else []
-        notes: list[str] = []
-        for index, tests_dir in enumerate(verifier.tests_dirs):
-            # the first folder replaces whatever was at tests/; the next ones add to it
-            if index == 0:
-                notes += await inject(sandbox, tests_dir, "tests", also=also)
-            else:
-                await sandbox.put(tests_dir, "tests")
-            if container:
-                await sandbox.put(tests_dir, CONTAINER_TESTS_DIR)
+        notes = [] if verifier.bundled else await _inject_tests(sandbox, verifier.tests_dirs)
         verifier_dir = await _fresh_verifier_dir(sandbox, container)
         env = {**verifier.env, VERIFIER_ENV: verifier_dir}
-        argv = ["bash", f"tests/{TEST_SCRIPT}"]
+        script = f"{CONTAINER_TESTS_DIR if verifier.bundled else 'tests'}/{TEST_SCRIPT}"
+        argv = ["bash", script]
         user = verifier.user if sandbox.switches_users else None
         result = await sandbox.exec(argv, env=env, timeout_s=timeout_s, user=user)
         verdict = await self._verdict(sandbox, result, verifier_dir, verifier, timeout_s)
@@ -390,6 +397,22 @@ async def run_solution(sandbox: Sandbox, folder: Path, env: Mapping[str, str]) -
     if not result.ok:
         error = f"solve.sh failed (exit {result.exit_code}): {tail_text(result.stderr, 500)}"
     return AgentResult(output=result.stdout, trajectory=steps, error=error)
+
+
+async def _inject_tests(sandbox: Sandbox, tests_dirs: Sequence[Path]) -> list[str]:
+    """Copy the tests folders in as ./tests (and /tests in a container): the first replaces
+    whatever was there, the next ones add to it. Returns `inject`'s notes."""
+    # a container's /logs/verifier was made fresh by `end_agent` (its parent is root's)
+    also = [CONTAINER_TESTS_DIR] if sandbox.is_container else []
+    notes: list[str] = []
+    for index, tests_dir in enumerate(tests_dirs):
+        if index == 0:
+            notes += await inject(sandbox, tests_dir, "tests", also=also)
+        else:
+            await sandbox.put(tests_dir, "tests")
+        if sandbox.is_container:
+            await sandbox.put(tests_dir, CONTAINER_TESTS_DIR)
+    return notes
 
 
 class _Unreachable(RewardMissing):

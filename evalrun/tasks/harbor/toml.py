@@ -23,7 +23,14 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from evalrun.errors import TaskFormatError
 from evalrun.tasks.base import Difficulty
@@ -68,6 +75,11 @@ class Healthcheck(_Table):
     retries: int = Field(default=3, ge=1)
 
 
+def _uid_or_name(value: Any) -> Any:
+    """A user given as a number (a uid) as its text, as Harbor accepts both."""
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
 class Phase(_Table):
     timeout_sec: float | None = Field(default=None, gt=0)
     user: str | None = None
@@ -77,21 +89,69 @@ class Phase(_Table):
     @field_validator("user", mode="before")
     @classmethod
     def _uid_or_name(cls, value: Any) -> Any:
-        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+        return _uid_or_name(value)
 
 
 class AgentTable(Phase):
     pass
 
 
+MAIN_SERVICE = "main"  # Harbor's name for the agent's container among compose services
+
+
+class CollectTable(_Table):
+    """One `[[verifier.collect]]` command (Harbor's `VerifierCollectConfig`)."""
+
+    command: str
+    service: str = MAIN_SERVICE
+    timeout_sec: float = Field(default=60.0, gt=0)
+    user: str | None = None
+
+    @field_validator("user", mode="before")
+    @classmethod
+    def _uid_or_name(cls, value: Any) -> Any:
+        return _uid_or_name(value)
+
+
+class ArtifactTable(_Table):
+    """One `artifacts` entry in its table form (Harbor's `ArtifactConfig`); `destination` names
+    where Harbor's own run keeps it on the host, which a verifier does not see."""
+
+    source: str = Field(min_length=1)
+    destination: str | None = None
+    exclude: tuple[str, ...] = ()
+    service: str | None = None
+
+    @field_validator("source")
+    @classmethod
+    def _no_parent(cls, value: str) -> str:
+        if ".." in value.split("/"):
+            raise ValueError(f"an artifact's source must not contain '..' (got {value!r})")
+        return value
+
+    @property
+    def on_main(self) -> bool:
+        return self.service in (None, MAIN_SERVICE)
+
+
 class VerifierTable(Phase):
     env: dict[str, str] = Field(default_factory=dict)
     environment_mode: Literal["shared", "separate"] | None = None
-    environment: dict[str, Any] | None = None
+    environment: EnvironmentTable | None = None
+    collect: tuple[CollectTable, ...] = ()
+
+    @model_validator(mode="after")
+    def _shared_has_no_environment(self) -> VerifierTable:
+        if self.environment_mode == "shared" and self.environment is not None:
+            raise ValueError(
+                "environment_mode = 'shared' and a [verifier.environment] contradict each other "
+                "(Harbor refuses it): omit the environment or set environment_mode = 'separate'"
+            )
+        return self
 
     @property
     def separate(self) -> bool:
-        """Harbor runs the verifier in a container of its own (a mode evalrun lacks)."""
+        """Harbor runs the verifier in a container of its own: so it says, or it names one."""
         return self.environment_mode == "separate" or (
             self.environment_mode is None and self.environment is not None
         )
@@ -171,6 +231,10 @@ class StepTable(_Table):
         return value
 
 
+VerifierTable.model_rebuild()
+StepTable.model_rebuild()
+
+
 class HarborToml(_Table):
     """The values of one task.toml that evalrun acts on."""
 
@@ -183,6 +247,14 @@ class HarborToml(_Table):
     solution: SolutionTable = Field(default_factory=SolutionTable)
     multi_step_reward_strategy: Literal["mean", "final"] | None = None
     steps: tuple[StepTable, ...] | None = None
+    artifacts: tuple[ArtifactTable, ...] = ()  # a path string is read as {source = path}
+
+    @field_validator("artifacts", mode="before")
+    @classmethod
+    def _path_strings(cls, value: Any) -> Any:
+        if isinstance(value, list | tuple):
+            return [{"source": v} if isinstance(v, str) else v for v in value]
+        return value
 
     @field_validator("steps")
     @classmethod
