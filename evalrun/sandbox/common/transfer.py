@@ -172,11 +172,12 @@ def unpack(
     `OSError` (EFBIG) once the files' sizes pass `limit` bytes or the entries `max_entries`.
     """
     refused: list[str] = []
+    skipped: set[str] = set()  # excluded folders: their contents go with them
     total = entries = 0
     stream = io.BufferedReader(_ChunkReader(chunks), CHUNK)
     with tarfile.open(fileobj=stream, mode="r|") as tar:
         for member in tar:
-            if _excluded(member.name, exclude):
+            if exclude and _excluded(member.name, exclude, skipped):
                 continue
             total += member.size if member.isfile() else 0
             entries += 1
@@ -190,13 +191,24 @@ def unpack(
     return refused
 
 
-def _excluded(name: str, patterns: Sequence[str]) -> bool:
-    """Whether `name` (its first part the archive's top entry) or a folder holding it matches
-    one of `patterns` by any trailing part of its path below the top."""
-    parts = name.strip("/").split("/")[1:]
-    return any(
-        fnmatch.fnmatchcase("/".join(parts[start:end]), pattern)
-        for end in range(1, len(parts) + 1)
-        for start in range(end)
-        for pattern in patterns
-    )
+def _excluded(name: str, patterns: Sequence[str], skipped: set[str]) -> bool:
+    """Whether `name` (its first part the archive's top entry) matches one of `patterns` by
+    any trailing part of its path below the top, or lies in a folder that did (`skipped`,
+    which a matching folder joins). A name pattern costs linear time in the path's depth,
+    however deep the agent made it."""
+    path = name.strip("/")
+    parts = path.split("/")
+    if skipped:
+        cuts = [i for i, c in enumerate(path) if c == "/"][1:]  # each folder below the top
+        if any(path[:cut] in skipped for cut in cuts):
+            return True
+    below = parts[1:]
+    for pattern in patterns:
+        if "/" in pattern:  # a path pattern: against each trailing part of the path
+            hit = any(fnmatch.fnmatchcase("/".join(below[i:]), pattern) for i in range(len(below)))
+        else:  # a name pattern: against the entry's name and each folder's on the way
+            hit = any(fnmatch.fnmatchcase(part, pattern) for part in below)
+        if hit:
+            skipped.add(path)
+            return True
+    return False
