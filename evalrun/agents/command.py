@@ -14,8 +14,9 @@ Placeholders, each replaced by a shell-quoted path (write `{{` / `}}` for litera
   {usage_file}       where the CLI MAY write its usage and cost  also in $EVALRUN_USAGE_FILE
   {workdir}          the workspace (also the command's working directory)
 
-The command's stdout is the agent's final answer; a non-zero exit or a timeout is recorded as
-the agent's error and the sample is still graded.
+The command's stdout is the agent's final answer, and the tail of its stderr is kept beside it
+(the record's `agent.stderr` and agent.log), whatever its exit; a non-zero exit or a timeout is
+recorded as the agent's error and the sample is still graded.
 
 Trajectory file - JSON lines, one tool call per line, in order:
   {"name": "edit", "args": {"path": "a.py"}, "result": "replaced 1 occurrence",
@@ -65,6 +66,7 @@ FILE_NAMES = {
     "usage_file": "usage.json",
 }
 MAX_TRAJECTORY_STEPS = 5000
+STDERR_CHARS = 8000  # the tail of the command's stderr kept on the record and in agent.log
 USAGE_FIELDS = (
     "requests",
     "input_tokens",
@@ -225,4 +227,5 @@ class CommandAgent:
             trajectory=trajectory,
             usage=usage,
             error="; ".join(problems) or None,
+            stderr=tail_text(result.stderr, STDERR_CHARS),
         )

@@ -100,8 +100,10 @@ class AgentResult(BaseModel):
     trajectory: list[ToolCall] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     error: str | None = None
+    stderr: str = ""
+    """What the agent's process wrote to stderr, its tail (command agents), whatever its exit."""
 
-    _text = field_validator("output", "error")(_valid_text)
+    _text = field_validator("output", "error", "stderr")(_valid_text)
 
 
 ChangeKind = Literal["added", "removed", "modified"]

@@ -49,7 +49,7 @@ class Estimate:
         half = self.half_width
         if half is None or self.low is None or self.high is None:
             return shown
-        if abs((self.value - self.low) - (self.high - self.value)) > 10 ** -digits:
+        if abs((self.value - self.low) - (self.high - self.value)) > 10**-digits:
             return f"{shown} {self.interval(digits)}"
         return f"{shown} ± {half:.{digits}f}"
 

@@ -423,10 +423,28 @@ def say_loading(warnings: list[str], skipped: list[SkippedEntry]) -> None:
                 len(warnings),
             )
         )
-        for warning in warnings:
-            console.print(f"  {warning}")
+        for line in grouped_warnings(warnings):
+            console.print(f"  {line}")
     for task in skipped:
         console.print(styled("[yellow]skipped[/] {} ({}):", task.id, task.kind), task.reason)
+
+
+def grouped_warnings(warnings: Sequence[str], shown: int = 3) -> list[str]:
+    """`<file>: <what>` warnings, one line per `<what>` with the files that say it (a key a
+    whole suite repeats is one line, not one per task); other warnings as they are."""
+    files: dict[str, list[str]] = {}
+    for warning in warnings:
+        path, sep, what = warning.partition(": unknown ")
+        key = f"unknown {what}" if sep else warning
+        files.setdefault(key, []).extend([path] if sep else [])
+    lines = []
+    for what, paths in files.items():
+        if len(paths) <= 1:
+            lines.append(f"{paths[0]}: {what}" if paths else what)
+            continue
+        more = f" and {len(paths) - shown} more" if len(paths) > shown else ""
+        lines.append(f"{what}: in {len(paths)} files ({', '.join(paths[:shown])}{more})")
+    return lines
 
 
 def without_unhostable(plan: RunPlan, scope: RunScope) -> RunPlan:

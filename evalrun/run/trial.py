@@ -375,6 +375,8 @@ def agent_log(result: AgentResult) -> str:
             lines.append("  " + step.result.replace("\n", "\n  "))
     lines.append("--- final output ---")
     lines.append(result.output)
+    if result.stderr:
+        lines += ["--- stderr ---", result.stderr]
     return "\n".join(lines)
 
 

@@ -47,6 +47,18 @@ def test_a_cli_with_wrong_edits_fails(real_suite, tmp_path):
     assert rec.agent.error is None
 
 
+def test_what_a_cli_says_on_stderr_is_kept_when_it_exits_0(real_suite, tmp_path):
+    """A CLI's warnings (a deprecated flag, a retried request) used to vanish with exit 0."""
+    cli = f"echo 'warning: retried the model call' >&2; {CLI}"
+    done = run_eval(real_suite(TYPO), tmp_path / "run", *command(cli))
+    rec = done.only
+    assert rec.outcome == "pass" and rec.agent.error is None
+    assert rec.agent.stderr == "warning: retried the model call\n"
+    logs = list((done.run_dir / "samples").rglob("agent.log"))
+    assert len(logs) == 1
+    assert "--- stderr ---\nwarning: retried the model call" in logs[0].read_text()
+
+
 def test_a_crashing_cli_is_recorded_and_still_graded(real_suite, tmp_path):
     rec = run_eval(real_suite(TYPO), tmp_path / "run", *command(CLI + " --mode crash")).only
     assert rec.outcome == "fail"

@@ -128,3 +128,18 @@ def test_retry_backoff_is_a_config_key(suite):
     assert plan_for(suite).limits.retry_backoff_s == 1.0
     plan = plan_for(suite, "retry_backoff_s=0", "max_retries=3")
     assert plan.limits.retry_backoff_s == 0 and plan.limits.max_retries == 3
+
+
+def test_a_key_a_whole_suite_repeats_is_one_warning_line_with_a_count(capsys):
+    from evalrun.run.plan import say_loading
+
+    warnings = [f"suite/t{i:02}/task.toml: unknown key [metadata] 'reward_type'" for i in range(19)]
+    warnings += ["suite/t00/task.toml: unknown key [task] 'format'", "a loader's other warning"]
+    say_loading(warnings, [])
+    lines = [" ".join(line.split()) for line in capsys.readouterr().err.splitlines()]
+    assert lines[1:] == [
+        "unknown key [metadata] 'reward_type': in 19 files (suite/t00/task.toml, "
+        "suite/t01/task.toml, suite/t02/task.toml and 16 more)",
+        "suite/t00/task.toml: unknown key [task] 'format'",
+        "a loader's other warning",
+    ]
