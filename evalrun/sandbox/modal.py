@@ -74,6 +74,7 @@ from typing import Any
 
 from evalrun.config.schema import EvalConfig, ModalSandboxConf
 from evalrun.errors import SandboxError, SandboxUnavailable, bad_value
+from evalrun.extras import install_hint
 from evalrun.sandbox.base import (
     DEFAULT_SPEC,
     HOME_DIR,
@@ -114,8 +115,7 @@ def _modal() -> Any:
         import modal
     except ImportError as exc:
         raise SandboxUnavailable(
-            "sandbox=modal needs the modal SDK, which is not installed: "
-            "pip install 'evalrun[modal]'"
+            "sandbox=modal needs the modal SDK, which is not installed: " + install_hint("modal")
         ) from exc
     return modal
 

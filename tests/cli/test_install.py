@@ -11,7 +11,7 @@ import pytest
 
 import evalrun
 from evalrun.cli.install import optional_packages
-from evalrun.extras import MissingExtra, require
+from evalrun.extras import MissingExtra, install_hint, require
 from evalrun.rundir.provenance import install_info, reproduction_info
 from tests.conftest import REPO
 
@@ -72,3 +72,16 @@ def test_a_missing_sdk_is_one_line_naming_the_extra():
         "sandbox=docker needs the evalrun_no_such_sdk.sub package: pip install 'evalrun[docker]'"
     )
     require("yaml", "docker", "anything")  # installed: no error
+
+
+def test_inside_a_pipx_install_the_hint_is_pipx_inject_with_the_extras_packages(monkeypatch):
+    """`pip install 'evalrun[docker]'` does nothing for a pipx install; `pipx inject` does."""
+    monkeypatch.setattr(sys, "prefix", "/home/u/.local/share/pipx/venvs/evalrun")
+    with pytest.raises(MissingExtra) as caught:
+        require("evalrun_no_such_sdk", "docker", "sandbox=docker")
+    assert str(caught.value).endswith(": pipx inject evalrun 'docker>=7'")
+    everything = install_hint("all")  # nested extras expanded, each package once
+    assert everything.startswith("pipx inject evalrun ")
+    for package in ("'docker>=7'", "'modal>=1.6'", "opik", "pydantic-ai-slim", "litellm"):
+        assert package in everything
+    assert everything.count("litellm") == 1

@@ -27,6 +27,7 @@ from evalrun.agents.coder.tools import SandboxTools
 from evalrun.config.providers import Provider
 from evalrun.config.schema import CoderAgentConf
 from evalrun.errors import UsageError, bad_value
+from evalrun.extras import install_hint
 from evalrun.models.records import AgentResult, Usage
 from evalrun.sandbox.base import Sandbox
 from evalrun.tasks.loader import Task
@@ -89,7 +90,7 @@ class CoderAgent:
         for module in ("pydantic_ai", "openai"):
             if importlib.util.find_spec(module) is None:
                 raise UsageError(
-                    f"agent=coder needs the {module} package: pip install 'evalrun[agents]'"
+                    f"agent=coder needs the {module} package: {install_hint('agents')}"
                 )
         self.provider.check()
         if self.provider.api in ("anthropic", "gemini-native"):

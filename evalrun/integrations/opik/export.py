@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from evalrun.errors import UsageError
+from evalrun.extras import install_hint
 from evalrun.integrations.opik.link import OpikDestination, OpikLink, TaskItem
 from evalrun.integrations.opik.traces import (
     dataset_item_id,
@@ -67,7 +68,7 @@ def connect(dest: OpikDestination) -> opik.Opik:
         from opik.config import OpikConfig
     except ImportError as exc:
         raise OpikUnavailable(
-            f"tracker=opik needs the opik SDK ({exc}); install it with: pip install 'evalrun[opik]'"
+            f"tracker=opik needs the opik SDK ({exc}); install it with: {install_hint('opik')}"
         ) from exc
     _quiet_sdk_logging()
     settings: dict[str, Any] = {"url_override": dest.host, "workspace": dest.workspace}

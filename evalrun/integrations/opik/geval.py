@@ -27,6 +27,7 @@ from typing import Any
 from evalrun.config.providers import NO_KEY, Provider
 from evalrun.config.schema import GEvalJudgeConf
 from evalrun.errors import UsageError
+from evalrun.extras import install_hint
 from evalrun.models.records import Outcome, SampleRecord
 from evalrun.retry import async_retrying
 from evalrun.run.judges import judge_input
@@ -90,7 +91,7 @@ class GEvalJudge:
         missing = [m for m in ("opik", "litellm") if importlib.util.find_spec(m) is None]
         if missing:
             raise UsageError(
-                f"judge={self.name} needs {', '.join(missing)}: pip install 'evalrun[opik]'"
+                f"judge={self.name} needs {', '.join(missing)}: {install_hint('opik')}"
             )
         if not self.model:
             follows = ""

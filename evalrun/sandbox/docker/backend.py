@@ -72,6 +72,7 @@ from typing import Any
 
 from evalrun.config.schema import DockerSandboxConf, EvalConfig
 from evalrun.errors import SandboxError, SandboxUnavailable, bad_value
+from evalrun.extras import install_hint
 from evalrun.sandbox.base import (
     DEFAULT_SPEC,
     HOME_DIR,
@@ -538,7 +539,7 @@ class DockerBackend:
         except ImportError as exc:
             raise SandboxUnavailable(
                 "sandbox=docker needs the docker SDK, which is not installed: "
-                "pip install 'evalrun[docker]'"
+                + install_hint("docker")
             ) from exc
         try:
             return docker.from_env(max_pool_size=64)
