@@ -160,6 +160,14 @@ def test_a_missing_prebuilt_image_is_named(docker_client):
         asyncio.run(images.resolve(image))
 
 
+def write_folder(folder, files: dict[str, str]):
+    """A task folder of `files` ({relative path: text}); returns `folder`."""
+    for rel, text in files.items():
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_text(text)
+    return folder
+
+
 def _image_backend(user: str):
     """The real docker backend; it opens samples in task images itself."""
     from evalrun.sandbox.docker.backend import DockerBackend
@@ -216,10 +224,7 @@ def test_an_image_workdir_is_the_workspace_and_task_limits_users_and_env_apply(
             'echo "$PWD $(id -u) $got"; echo $r > "$VERIFIER_DIR/reward.txt"\n'
         ),
     }
-    for rel, text in files.items():
-        (task_dir / rel).parent.mkdir(parents=True, exist_ok=True)
-        (task_dir / rel).write_text(text)
-    task = load_task(task_dir)
+    task = load_task(write_folder(task_dir, files))
     gold = asyncio.run(run_sample(task, 0, OracleAgent(), _image_backend("1000:1000"), LIMITS, "t"))
     assert gold.outcome is Outcome.passed, (gold.reason, gold.verify_output)
     assert gold.agent.output.strip() == str(300 * 1024 * 1024)  # the task's memory_mb
@@ -243,10 +248,7 @@ def test_environment_setup_sh_runs_as_the_images_user_and_leaves_the_workspace_t
             'echo $r > "$VERIFIER_DIR/reward.txt"\n'
         ),
     }
-    for rel, text in files.items():
-        (task_dir / rel).parent.mkdir(parents=True, exist_ok=True)
-        (task_dir / rel).write_text(text)
-    task = load_task(task_dir)
+    task = load_task(write_folder(task_dir, files))
     backend = _image_backend("1000:1000")
     gold = asyncio.run(run_sample(task, 0, OracleAgent(), backend, LIMITS, "t"))
     assert gold.outcome is Outcome.passed, (gold.reason, gold.verify_output)
