@@ -102,6 +102,9 @@ class AgentResult(BaseModel):
     error: str | None = None
     stderr: str = ""
     """What the agent's process wrote to stderr, its tail (command agents), whatever its exit."""
+    atif: dict[str, Any] | None = None
+    """The trajectory the agent wrote itself in ATIF (`evalrun.models.atif`), validated when it
+    was read; the sample's trajectory.json is made from it (`evalrun.rundir.trajectory`)."""
 
     _text = field_validator("output", "error", "stderr")(_valid_text)
 
