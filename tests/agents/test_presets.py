@@ -29,6 +29,7 @@ from evalrun.sandbox.local import LocalBackend
 from evalrun.tasks.loader import load_task
 from tests.agents.conftest import FIXTURES, run_eval
 from tests.api_standins import ApiStandin, Turn, say, tool
+from tests.atif_check import checked_trajectories
 from tests.conftest import REPO
 from tests.sandbox.conftest import backend_params, build_backend
 
@@ -135,6 +136,18 @@ def test_agent_fixes_a_task_through_the_gateway_with_no_key_inside(
         if r.method == "POST"
     )
     assert SECRET not in run_dir_text(done.run_dir)
+    # trajectory.json (ATIF): the CLI's tool calls, and the gateway's meter as the totals.
+    [document] = checked_trajectories(done.run_dir)
+    assert document["agent"]["name"] == agent and document["agent"]["model_name"] == model
+    called = [s["tool_calls"][0]["arguments"] for s in document["steps"] if "tool_calls" in s]
+    assert called == [step.args for step in trajectory]
+    final = document["final_metrics"]
+    assert (final["total_prompt_tokens"], final["total_completion_tokens"]) == (
+        totals["input_tokens"],
+        totals["output_tokens"],
+    )
+    assert final["total_cost_usd"] == pytest.approx(usage.cost_usd)
+    assert final["extra"]["cost_source"] == "metered by evalrun's gateway"
 
 
 def test_a_run_at_its_usd_cap_starts_no_new_sample_and_says_so(real_suite, tmp_path, monkeypatch):
