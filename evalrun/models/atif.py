@@ -248,7 +248,8 @@ def read_atif(text: str | bytes, where: str) -> Trajectory:
         return Trajectory.model_validate(json.loads(text))
     except ValueError as exc:  # json's and pydantic's (ValidationError is a ValueError)
         if isinstance(exc, ValidationError):
-            first = exc.errors()[0]
-            field = ".".join(str(p) for p in first.get("loc", ())) or "(document)"
-            raise UsageError(f"{where}: not ATIF: {field}: {first['msg']}") from None
+            # the most specific error: of a message's two forms, the one that went deeper
+            worst = max(exc.errors(), key=lambda error: len(error["loc"]))
+            field = ".".join(str(p) for p in worst["loc"]) or "(document)"
+            raise UsageError(f"{where}: not ATIF: {field}: {worst['msg']}") from None
         raise UsageError(f"{where}: not JSON: {exc}") from None
