@@ -300,6 +300,7 @@ class InstalledAgent:
         except asyncio.CancelledError:
             if live is not None:
                 live.usage = session.account.usage()
+                live.model_calls = list(session.account.calls)
             raise
         finally:
             self._gateway.close(session)
@@ -316,6 +317,7 @@ class InstalledAgent:
             output=converted.output,
             trajectory=converted.trajectory,
             usage=session.account.usage(),
+            model_calls=list(session.account.calls),
             error="; ".join(problems) or None,
             atif=own.to_json() if own is not None else None,
         )

@@ -6,8 +6,10 @@ through `RunStore.write_trajectory`) and for a run that ended long ago (`evalrun
 
 - step 1, `user`: the prompt the agent was given (plan.json);
 - one `agent` step per tool call of the record's trajectory, its result as the step's
-  observation; the tokens of the model call that asked for it as the step's `metrics`, where
-  the agent knew them (prompt and completion tokens; cost per step is not known, so left out);
+  observation; as the step's `metrics`, the model call that asked for it: as evalrun's gateway
+  metered it (tokens, cached tokens, cost) when the agent's log kept the call's API id and the
+  gateway saw that id in a response (`AgentResult.model_calls`), else the tokens the agent's log
+  gave; on the first step of each model call only, so the steps add up;
 - a last `agent` step: the agent's final message (its error, if it had one, in `extra`);
 - `final_metrics`: the sample's usage - the gateway's meter for the CLI presets, pydantic-ai's
   count for `coder`, the agent's own usage file for `command` - and nothing where no one counted
@@ -38,7 +40,7 @@ from evalrun.models.atif import (
     Trajectory,
 )
 from evalrun.models.plan import PlanFile
-from evalrun.models.records import SampleRecord, Usage
+from evalrun.models.records import ModelCall, SampleRecord, Usage
 from evalrun.models.records import ToolCall as Call
 
 METERED = "metered by evalrun's gateway"
@@ -92,8 +94,21 @@ def trajectory_of(record: SampleRecord, session: Session) -> Trajectory:
 def _built(record: SampleRecord, session: Session) -> Trajectory:
     result = record.agent
     steps = [Step(step_id=1, source="user", message=session.prompts.get(record.task_id, ""))]
+    asked_by = {i: n for n, made in enumerate(result.model_calls) for i in made.tool_call_ids}
+    credited: set[int] = set()  # model calls whose figures are on a step already
     for index, call in enumerate(result.trajectory):
-        steps.append(_tool_step(len(steps) + 1, f"call-{index + 1}", call))
+        made_by = asked_by.get(call.call_id or "")
+        if made_by is None:
+            metrics, model = _own_metrics(call), None
+        elif made_by in credited:
+            metrics, model = None, None
+        else:
+            credited.add(made_by)
+            made = result.model_calls[made_by]
+            metrics, model = _metered(made), made.model
+        model = model if model != session.agent.model_name else None
+        call_id = call.call_id or f"call-{index + 1}"
+        steps.append(_tool_step(len(steps) + 1, call_id, call, metrics, model))
     steps.append(
         Step(
             step_id=len(steps) + 1,
@@ -111,15 +126,33 @@ def _built(record: SampleRecord, session: Session) -> Trajectory:
     )
 
 
-def _tool_step(step_id: int, call_id: str, call: Call) -> Step:
+def _own_metrics(call: Call) -> Metrics | None:
+    """The tokens the agent's own log gave the model call that asked for `call`."""
+    if call.input_tokens is None and call.output_tokens is None:
+        return None
+    return Metrics(prompt_tokens=call.input_tokens, completion_tokens=call.output_tokens)
+
+
+def _metered(made: ModelCall) -> Metrics:
+    """A model call as the gateway metered it."""
+    return Metrics(
+        prompt_tokens=made.input_tokens,
+        completion_tokens=made.output_tokens,
+        cached_tokens=made.cache_read_tokens,
+        cost_usd=made.cost_usd,
+        extra={"cache_write_tokens": made.cache_write_tokens, "source": METERED},
+    )
+
+
+def _tool_step(
+    step_id: int, call_id: str, call: Call, metrics: Metrics | None, model: str | None
+) -> Step:
     """One tool call of evalrun's trajectory as an agent step with its observation."""
-    metrics = None
-    if call.input_tokens is not None or call.output_tokens is not None:
-        metrics = Metrics(prompt_tokens=call.input_tokens, completion_tokens=call.output_tokens)
     result_extra = {"error": call.error} if call.error else None
     return Step(
         step_id=step_id,
         source="agent",
+        model_name=model,
         message="",
         tool_calls=[
             ToolCall(

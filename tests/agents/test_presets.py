@@ -148,6 +148,19 @@ def test_agent_fixes_a_task_through_the_gateway_with_no_key_inside(
     )
     assert final["total_cost_usd"] == pytest.approx(usage.cost_usd)
     assert final["extra"]["cost_source"] == "metered by evalrun's gateway"
+    # Each tool step carries its model call as the gateway metered it (tokens and cost), where
+    # the agent's log keeps the call's API id (codex's does not: no per-step figures).
+    tool_steps = [s for s in document["steps"] if "tool_calls" in s]
+    if agent == "codex":
+        assert all("metrics" not in s for s in tool_steps)
+    else:
+        assert [s["tool_calls"][0]["tool_call_id"] for s in tool_steps] == [
+            step.call_id for step in trajectory
+        ]
+        one_turn = {"prompt_tokens": 100, "completion_tokens": 20, "cached_tokens": 0}
+        for step in tool_steps:
+            assert {k: step["metrics"][k] for k in one_turn} == one_turn
+            assert step["metrics"]["cost_usd"] == pytest.approx(price.cost(100, 20))
 
 
 def test_a_run_at_its_usd_cap_starts_no_new_sample_and_says_so(real_suite, tmp_path, monkeypatch):
