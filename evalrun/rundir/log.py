@@ -121,11 +121,26 @@ class RunLog(BaseModel):
     def agent(self) -> str:
         """The agent as it was chosen - its config option (`my_agent`), else its kind - with
         the model it called: `coder (gpt-4o-mini)`."""
-        agent_cfg = self.config.get("agent")
-        provider = agent_cfg.get("provider") if isinstance(agent_cfg, dict) else None
-        model = provider.get("model") if isinstance(provider, dict) else None
-        name = self.plan.choices.get("agent", self.plan.agent)
+        model = self.model
+        name = self.agent_option
         return f"{name} ({model})" if model else name
+
+    @property
+    def agent_option(self) -> str:
+        """The agent's config option as chosen (`my_agent`), else its kind (`command`)."""
+        return self.plan.choices.get("agent", self.plan.agent)
+
+    @property
+    def model(self) -> str | None:
+        """The model the agent was configured to call (`agent.model`, else its provider's);
+        None for an agent that calls none (oracle, noop)."""
+        agent_cfg = self.config.get("agent")
+        agent_cfg = agent_cfg if isinstance(agent_cfg, dict) else {}
+        provider = agent_cfg.get("provider")
+        model = agent_cfg.get("model") or (
+            provider.get("model") if isinstance(provider, dict) else None
+        )
+        return str(model) if model else None
 
     @property
     def last_written(self) -> float:
