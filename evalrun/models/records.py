@@ -93,8 +93,8 @@ class Usage(BaseModel):
 
 class ModelCall(BaseModel):
     """One model request of a sample as evalrun's gateway metered it (the CLI presets): its
-    model, tokens (`input_tokens` with cached ones), cost (None: unpriced) and the ids of the
-    tool calls its response asked for."""
+    model, tokens (`input_tokens` with cached ones), cost (None: unpriced), the ids of the
+    tool calls its response asked for, and when it ran (None in runs made before it was kept)."""
 
     model: str | None = None
     input_tokens: int = 0
@@ -103,6 +103,8 @@ class ModelCall(BaseModel):
     cache_write_tokens: int = 0
     cost_usd: float | None = None
     tool_call_ids: list[str] = Field(default_factory=list)
+    started_at: float | None = None  # when the gateway forwarded it (epoch seconds)
+    duration_s: float | None = None  # until its response was read in full
 
 
 class AgentResult(BaseModel):
