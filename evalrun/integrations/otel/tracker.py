@@ -9,8 +9,11 @@ SDK is a usage mistake when missing (stopped before the run), imported only when
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from evalrun.config.schema import OtelTrackerConf
@@ -26,6 +29,7 @@ if TYPE_CHECKING:
     from evalrun.run.plan import RunPlan
 
 TRACES_PATH = "/v1/traces"  # OTLP/HTTP's path for spans
+EXPORTER_LOGGER = "opentelemetry.exporter.otlp.proto.http"
 
 
 class OtelTracker:
@@ -79,12 +83,36 @@ def send_run(run: RunLog, tracker: OtelTracker) -> str | None:
     exporter = OTLPSpanExporter(
         endpoint=url, headers=tracker.headers() or None, timeout=tracker.timeout_s
     )
-    try:
-        result = exporter.export(spans)
-    except Exception as exc:  # whatever the exporter raises, the run is kept
-        return f"{len(spans)} spans not sent to {url}: {type(exc).__name__}: {exc}"
-    finally:
-        exporter.shutdown()
+    with _exporter_log() as said:
+        try:
+            result = exporter.export(spans)
+        except Exception as exc:  # whatever the exporter raises, the run is kept
+            return f"{len(spans)} spans not sent to {url}: {type(exc).__name__}: {exc}"
+        finally:
+            exporter.shutdown()
     if result is not SpanExportResult.SUCCESS:
-        return f"{len(spans)} spans not sent to {url} (the endpoint did not accept them)"
+        first = said[0].splitlines()[0] if said else "the endpoint did not accept them"
+        why = re.sub(r",? retrying in \S+$", "", first)
+        return f"{len(spans)} spans not sent to {url} ({why})"
     return None
+
+
+@contextlib.contextmanager
+def _exporter_log() -> Iterator[list[str]]:
+    """The OTLP exporter's log lines (each retry, the final failure), kept instead of printed:
+    the tracker says once why the spans were not sent, with the first of them."""
+    logger = logging.getLogger(EXPORTER_LOGGER)
+    said: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            said.append(record.getMessage())
+
+    handler, propagate = Keep(logging.WARNING), logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        yield said
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = propagate

@@ -171,4 +171,35 @@ def test_an_unreachable_backend_is_said_once_and_the_run_is_kept(make_task, tmp_
     said = [line for line in capfd.readouterr().err.splitlines() if "otel:" in line]
     assert len(said) == 1
     assert f"5 spans not sent to http://127.0.0.1:{port}/v1/traces" in said[0]
+    assert "Connection refused" in said[0] and "retrying" not in said[0]
     assert f"the run is kept in {tmp_path / 'run'}" in said[0]
+
+
+def test_a_harness_error_is_a_sample_span_with_status_error(phoenix, make_task, tmp_path):
+    make_task("001-answer")
+    suite = make_task("002-broken", files={"setup/setup.sh": "echo boom >&2; exit 3\n"}).parent
+    done = run_eval(
+        suite,
+        tmp_path / "run",
+        "agent=oracle",
+        "sandbox=local",
+        "max_retries=0",
+        "max_errors=10",
+        "tracker=otel",
+        f"tracker.endpoint={phoenix}",
+        "tracker.service_name=otel-errors",
+    )
+    assert done.exit_code == 0, done.console
+    broken = next(r for r in done.records if r.task_id == "002-broken")
+    assert broken.outcome == "error"
+
+    ran = [p for r in done.records for p in (r.phases.setup, r.phases.agent, r.phases.verify)]
+    spans = _spans(phoenix, "otel-errors", 1 + len(done.records) + sum(p is not None for p in ran))
+    samples = {
+        s["attributes"]["evalrun.task_id"]: s for s in spans if "evalrun.task_id" in s["attributes"]
+    }
+    assert samples["002-broken"]["status_code"] == "ERROR"
+    assert samples["002-broken"]["status_message"] == broken.reason
+    assert samples["002-broken"]["attributes"]["evalrun.outcome"] == "error"
+    assert samples["001-answer"]["status_code"] == "UNSET"
+    assert samples["001-answer"]["attributes"]["evalrun.outcome"] == "pass"
