@@ -57,7 +57,7 @@ def quote_references(args: list[str]) -> list[str]:
     value is quoted for it (users need not know); a value quoted already is left alone."""
 
     def quoted(arg: str) -> str:
-        key, equals, value = arg.partition("=")
+        key, _, value = arg.partition("=")
         if key.lstrip("+~") != "tasks_dir" or "#" not in value or value[:1] in ("'", '"'):
             return arg
         return arg if "'" in value else f"{key}='{value}'"

@@ -85,9 +85,19 @@ def git(*args: str, cwd: Path | None = None, timeout: float = LOCAL_TIMEOUT_S) -
     except subprocess.TimeoutExpired as exc:
         raise GitFailed(f"git {args[0]} took longer than {timeout:.0f} s") from exc
     if done.returncode != 0:
-        lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
-        raise GitFailed(lines[-1] if lines else f"git {args[0]} exited {done.returncode}")
+        raise GitFailed(_reason(done.stderr) or f"git {args[0]} exited {done.returncode}")
     return done.stdout
+
+
+def _reason(stderr: str) -> str:
+    """git's first `fatal:` (or `error:`) line, which says what went wrong; the lines after it
+    are advice."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    for line in lines:
+        for prefix in ("fatal: ", "error: "):
+            if line.startswith(prefix):
+                return line.removeprefix(prefix)
+    return lines[-1] if lines else ""
 
 
 class RepoCache:
