@@ -35,15 +35,19 @@ def render_diff(result: RunDiff, console: Console) -> None:
     for line in partial_warnings(result):
         console.print(styled("[yellow]{}[/]", line), soft_wrap=True)
     config = result.config
+    for what, pair in config.suite.items():  # one line each: a long URL stays readable
+        console.print(
+            styled("[yellow]suite changed:[/] {}: {} -> {}", what, _plain(pair.a), _plain(pair.b)),
+            soft_wrap=True,
+        )
     quiet = set(result.config_not_result_relevant)
-    if config.options or config.suite or config.changed or config.added or config.removed:
+    if config.options or config.changed or config.added or config.removed:
         table = Table(
-            title="Config (options chosen, the suite's source, then resolved dotted keys)",
-            header_style="bold",
+            title="Config (options chosen, then resolved dotted keys)", header_style="bold"
         )
         for column in ("key", "a", "b"):
             table.add_column(column, overflow="fold")
-        for group, pair in [*config.options.items(), *config.suite.items()]:
+        for group, pair in config.options.items():
             table.add_row(styled("[bold]{}[/]", group), _plain(pair.a), _plain(pair.b))
         for key, pair in config.changed.items():
             table.add_row(_key(key, quiet), _plain(pair.a), _plain(pair.b))
