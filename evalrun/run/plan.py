@@ -42,11 +42,11 @@ from evalrun.rundir.redact import SecretValues, redact
 from evalrun.sandbox.base import SandboxBackend
 from evalrun.tasks.base import Difficulty, setup_bytes
 from evalrun.tasks.loader import Suite, Task, runnable_on, scan_suite, unenforced_limits
-from evalrun.tasks.remote import Resolved
 
 if TYPE_CHECKING:
     from evalrun.models.plan import PlanFile, TasksSource
     from evalrun.models.summary import Summary
+    from evalrun.tasks.remote import Resolved
 
 BUNDLED_TASKS = TASKS_DIR
 BUNDLED_PROBES = PROBES_DIR
@@ -257,10 +257,10 @@ def resolve_tasks_dir(value: str | None, tasks_ref: TasksRefConf | None = None) 
     """The folder `tasks_dir` names - the bundled benchmark when unset, a git reference or a
     registry dataset checked out into the cache (`evalrun.tasks.remote`) - with what the
     resolution wants said printed on stderr."""
+    from evalrun.tasks.remote import Resolved, resolve  # here: a run of a folder never pays
+
     if value in (None, ""):
         return Resolved(BUNDLED_TASKS)
-    from evalrun.tasks.remote import resolve
-
     resolved = resolve(str(value), tasks_ref or TasksRefConf())
     for note in resolved.notes:
         make_console(stderr=True, soft_wrap=True).print(styled("[yellow]note:[/]"), note)

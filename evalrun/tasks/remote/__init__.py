@@ -63,8 +63,11 @@ def resolve_git(ref: GitReference, root: Path) -> Resolved:
 
 
 def subfolder(checkout_dir: Path, subdir: str, asked: str, checkout: Checkout) -> Path:
-    """`checkout_dir/subdir`, or a `UsageError` naming the commit and what is there."""
+    """`checkout_dir/subdir`, or a `UsageError` naming the commit and what is there (or that
+    `subdir` leaves the checkout)."""
     folder = checkout_dir / subdir if subdir else checkout_dir
+    if Path(subdir).is_absolute() or ".." in Path(subdir).parts:
+        raise UsageError(f"tasks_dir: {asked}: the folder {subdir!r} is outside its repository")
     if folder.is_dir():
         return folder
     top = sorted(p.name + "/" for p in checkout_dir.iterdir() if p.is_dir() and p.name != ".git")

@@ -20,8 +20,6 @@ import difflib
 import hashlib
 import json
 import os
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,6 +94,9 @@ def load_registry(location: str, cache_root: Path) -> Registry:
                 f"tasks_ref.registry: cannot read {path}: {exc.strerror or exc}"
             ) from exc
         return Registry(str(path), _parse(text, str(path)))
+    import urllib.error  # here: a run of a folder never pays for the HTTP client's import
+    import urllib.request
+
     copy = cache_root / "registries" / f"{hashlib.sha256(location.encode()).hexdigest()[:16]}.json"
     note = None
     try:
