@@ -73,7 +73,9 @@ def test_a_git_reference_runs_reruns_offline_and_diff_names_the_commit_change(
     assert diff.returncode == 0, diff.stderr
     suite = json.loads(diff.stdout)["config"]["suite"]
     assert suite == {f"commit {url}#tasks": {"a": suite_repo["v1"], "b": suite_repo["v2"]}}
-    text = evalrun("diff", str(tmp_path / "a"), str(tmp_path / "b")).stdout
+    page = tmp_path / "diff.html"
+    text = evalrun("diff", str(tmp_path / "a"), str(tmp_path / "b"), "--html", str(page)).stdout
+    assert suite_repo["v1"] in page.read_text() and suite_repo["v2"] in page.read_text()
     assert f"suite changed: commit {url}#tasks: {suite_repo['v1']} -> {suite_repo['v2']}" in text
 
 
