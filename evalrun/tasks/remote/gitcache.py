@@ -172,8 +172,15 @@ class RepoCache:
             shutil.rmtree(tmp, ignore_errors=True)
             git("init", "--quiet", "--bare", str(tmp))
             os.rename(tmp, self.mirror)
-        git("fetch", "--quiet", "--prune", self.url, *_FETCH_SPECS, cwd=self.mirror,
-            timeout=FETCH_TIMEOUT_S)  # fmt: skip
+        git(
+            "fetch",
+            "--quiet",
+            "--prune",
+            self.url,
+            *_FETCH_SPECS,
+            cwd=self.mirror,
+            timeout=FETCH_TIMEOUT_S,
+        )
 
     def _has_commit(self, commit: str) -> bool:
         if (self.folder / commit).is_dir():
@@ -196,16 +203,23 @@ class RepoCache:
                 candidates.append((ref, "commit"))
         for name, kind in candidates:
             try:
-                commit = git("rev-parse", "--verify", "--quiet", f"{name}^{{commit}}",
-                             cwd=self.mirror).strip()  # fmt: skip
+                commit = git(
+                    "rev-parse", "--verify", "--quiet", f"{name}^{{commit}}", cwd=self.mirror
+                ).strip()
             except GitFailed:
                 continue
             git("update-ref", f"refs/evalrun/commits/{commit}", commit, cwd=self.mirror)
             return commit, kind
         if ref is not None and FULL_COMMIT.match(ref):
             try:
-                git("fetch", "--quiet", self.url, f"{ref}:refs/evalrun/commits/{ref}",
-                    cwd=self.mirror, timeout=FETCH_TIMEOUT_S)  # fmt: skip
+                git(
+                    "fetch",
+                    "--quiet",
+                    self.url,
+                    f"{ref}:refs/evalrun/commits/{ref}",
+                    cwd=self.mirror,
+                    timeout=FETCH_TIMEOUT_S,
+                )
                 return ref, "commit"
             except GitFailed:
                 pass
@@ -217,8 +231,9 @@ class RepoCache:
         )
 
     def _known_refs(self) -> str:
-        listed = git("for-each-ref", "--format=%(refname)", "refs/tags", "refs/heads",
-                     cwd=self.mirror).split()  # fmt: skip
+        listed = git(
+            "for-each-ref", "--format=%(refname)", "refs/tags", "refs/heads", cwd=self.mirror
+        ).split()
         tags = [r.removeprefix("refs/tags/") for r in listed if r.startswith("refs/tags/")]
         heads = [r.removeprefix("refs/heads/") for r in listed if r.startswith("refs/heads/")]
         return f"tags: {', '.join(tags) or '(none)'}; branches: {', '.join(heads) or '(none)'}"
@@ -229,8 +244,7 @@ class RepoCache:
         tmp = self.folder / f".checkout-{commit[:12]}-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         git("clone", "--quiet", "--no-checkout", str(self.mirror), str(tmp))
-        git("-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", commit,
-            cwd=tmp)  # fmt: skip
+        git("-c", "advice.detachedHead=false", "checkout", "--quiet", "--detach", commit, cwd=tmp)
         os.rename(tmp, folder)
 
     def _records(self) -> dict[str, dict[str, Any]]:
