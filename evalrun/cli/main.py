@@ -26,7 +26,7 @@ from evalrun.cli.commands import (
     scaffold,
     setup,
 )
-from evalrun.cli.hydra import expand_resume, open_mapping_overrides, run_hydra
+from evalrun.cli.hydra import expand_resume, open_mapping_overrides, quote_references, run_hydra
 from evalrun.cli.usage import print_error
 from evalrun.console import make_console
 from evalrun.errors import ExitCode, UsageError
@@ -53,7 +53,7 @@ COMMANDS: dict[str, Callable[[list[str], Console], int]] = {
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = open_mapping_overrides(sys.argv[1:] if argv is None else argv)
+    args = quote_references(open_mapping_overrides(sys.argv[1:] if argv is None else argv))
     if args == ["--version"]:  # evalrun's and the SDKs' versions, not Hydra's own --version
         from evalrun.cli.install import version_text
 

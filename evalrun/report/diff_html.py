@@ -119,6 +119,7 @@ def config_rows(config: ConfigChanges) -> list[tuple[str, str, str, str]]:
         return value if isinstance(value, str) else json.dumps(value, default=str)
 
     rows = [(key, "option", shown(p.a), shown(p.b)) for key, p in config.options.items()]
+    rows += [(key, "suite", shown(p.a), shown(p.b)) for key, p in config.suite.items()]
     rows += [(key, "changed", shown(p.a), shown(p.b)) for key, p in config.changed.items()]
     rows += [(k, "added", "—", shown(v)) for k, v in config.added.items()]
     rows += [(k, "removed", shown(v), "—") for k, v in config.removed.items()]

@@ -211,6 +211,7 @@ def run_html(run: RunFiles) -> str:
         sandbox=run.plan.sandbox,
         trials=str(run.plan.trials),
         tasks_dir=run.plan.tasks_dir,
+        source=run.plan.tasks_source.describe() if run.plan.tasks_source else None,
         started=when(run.started_at),
         status=run.state.describe() if run.state else "state unknown",
         state=run.state,

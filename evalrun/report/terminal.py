@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from evalrun.console import make_console, styled
+from evalrun.models.plan import TasksSource
 from evalrun.models.records import Outcome, SampleRecord
 from evalrun.models.summary import PASS_AT, PASS_HAT, GroupStats, Summary
 from evalrun.report.reasons import failure_groups
@@ -146,8 +147,10 @@ def render(
     run_dir: Path,
     console: Console | None,
     records: Sequence[SampleRecord],
+    source: TasksSource | None = None,
 ) -> None:
-    """The tables, the summary block, then why samples did not pass (from `records`)."""
+    """The tables, the summary block, then why samples did not pass (from `records`); for a
+    suite given by reference (`source`), what it resolved to."""
     console = console or make_console(wide=True)
     console.print(task_table(summary))
     if len(summary.by_tag) > 1:
@@ -161,6 +164,8 @@ def render(
     if state is not None:
         colour = "green" if state.complete else "yellow"
         console.print(styled(f"run [{colour}]{{}}[/]", state.describe()))
+    if source is not None:
+        console.print(f"suite: {source.describe()}", highlight=False)
     console.print(f"run directory: {run_dir}")
 
 

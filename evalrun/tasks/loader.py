@@ -24,6 +24,7 @@ from pathlib import Path
 
 from evalrun.config.schema import EvalConfig
 from evalrun.errors import TaskFormatError, UsageError, bad_value
+from evalrun.models.plan import TasksSource
 from evalrun.sandbox.base import SandboxBackend
 from evalrun.tasks import lint, native
 from evalrun.tasks.base import HARBOR_TASK_FILE, FolderLayout, TaskFormat, TaskSpec
@@ -179,6 +180,7 @@ class Suite:
     tasks: list[Task]
     unloadable: list[Unloadable] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    source: TasksSource | None = None  # a suite given by reference (`evalrun.tasks.remote`)
 
 
 def scan_suite(

@@ -70,7 +70,7 @@ def show_command(args: list[str], console: Console) -> int:
     run = load_run(options.run_dir.expanduser())
     if options.task_id is not None:
         return show_task(run, options.task_id, console)
-    render(run.summary, run.run_dir, console, run.records)
+    render(run.summary, run.run_dir, console, run.records, run.plan.tasks_source)
     for task in run.skipped:
         console.print(styled("[yellow]skipped[/] {} ({}):", task.id, task.kind), task.reason)
     return ExitCode.OK
