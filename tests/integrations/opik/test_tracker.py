@@ -215,7 +215,10 @@ def test_opik_dying_mid_run_is_reported_once_and_push_catches_up(
         summarize(records, plan.to_plan_file().task_meta(), run_id=plan.run_id, trials=1)
     )
     err = capsys.readouterr().err
-    assert err.count("opik:") == 1 and "not everything reached Opik" in err, err
+    # Which failure is seen first depends on timing: a request the tracker makes while recording
+    # (the server disconnects), or the flush at the end. Either way it is said once.
+    assert err.count("opik:") == 1, err
+    assert "not everything reached Opik" in err or "an Opik request failed" in err, err
     assert f"evalrun push {run_dir}" in err and "Traceback" not in err
 
     with OpikStandIn() as revived:  # the old one stays down: nothing late can land twice
