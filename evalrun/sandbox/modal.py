@@ -450,7 +450,7 @@ class ModalBackend:
             )
         if spec.workdir is not None:
             return f"needs its workspace at {spec.workdir}; sandbox=modal keeps it at {WORKDIR}"
-        if Network.public in spec.networks and self.block_network:
+        if any(n.reaches_out for n in spec.networks) and self.block_network:
             return "needs the network; sandbox.block_network=true gives it none"
         if len(set(spec.networks)) > 1:
             return "needs a different network per phase; a Modal sandbox keeps one for its life"

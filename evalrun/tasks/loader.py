@@ -276,7 +276,7 @@ def runnable_on(
 
 
 def unenforced_limits(tasks: Sequence[Task], backend: SandboxBackend) -> list[str]:
-    """One line per task limit (`cpus`, `memory_mb`, `storage_mb`) that some of `tasks` set and
+    """One line per task limit (`cpus`, `memory_mb`, `storage_mb`, `allowed_hosts`) that some of `tasks` set and
     `backend` does not enforce (`SandboxBackend.task_limits`): their samples get the backend's
     own limits instead, which a user should know before trusting a result."""
     asked: dict[str, list[str]] = {}

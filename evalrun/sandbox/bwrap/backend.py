@@ -612,7 +612,7 @@ class BwrapBackend:
             )
         if spec.workdir is not None and bad_workdir(spec.workdir):
             return f"its workspace path cannot be used: {bad_workdir(spec.workdir)}"
-        if Network.public in spec.networks and self.network != "host":
+        if any(n.reaches_out for n in spec.networks) and self.network != "host":
             return (
                 "needs the network; sandbox=bwrap has none (sandbox.network=host shares the "
                 "host's, or use sandbox=docker with a network)"

@@ -1,0 +1,140 @@
+"""The egress gate on a real engine: a container on the gate's internal network reaches an
+allowed host through it, is refused any other, and reaches nothing directly; the allow file can
+change between phases; the gate logs every decision."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from evalrun.sandbox.docker import egress_proxy
+from evalrun.sandbox.docker.egress import EgressGate, proxy_env
+from tests.conftest import BASE_IMAGE
+
+PROBE = (
+    "import sys, urllib.request\n"
+    "for url in sys.argv[1:]:\n"
+    "    try:\n"
+    "        print(urllib.request.urlopen(url, timeout=5).read().decode().strip())\n"
+    "    except urllib.error.HTTPError as exc:\n"
+    "        print('refused', exc.code)\n"
+    "    except Exception as exc:\n"
+    "        print('unreachable', type(exc).__name__)\n"
+)
+
+
+def _reach(docker_client, network: str, env: dict[str, str], *urls: str) -> list[str]:
+    """What a container on `network` alone gets for each URL."""
+    out = docker_client.containers.run(
+        BASE_IMAGE,
+        ["python3", "-c", PROBE, *urls],
+        network=network,
+        environment=env,
+        labels={"evalrun.test": "1"},
+        remove=True,
+    )
+    return out.decode().split("\n")[: len(urls)]
+
+
+@pytest.mark.docker
+def test_only_allowed_hosts_are_reached_and_only_through_the_gate(docker_client, bridge):
+    public, by_address = bridge
+    address = by_address.split("//")[1].split(":")[0]
+    gate = EgressGate.open(docker_client, BASE_IMAGE, public, {"evalrun.test": "1"})
+    try:
+        gate.allow(("web.evalrun.test",))
+        urls = ("http://web.evalrun.test:8000/", "http://other.evalrun.test:8000/", by_address)
+        assert _reach(docker_client, gate.network, proxy_env(), *urls) == [
+            "hello",
+            "refused 403",
+            "refused 403",  # the address of an allowed name is not allowed by itself
+        ]
+        assert _reach(docker_client, gate.network, {}, by_address) == ["unreachable URLError"]
+
+        gate.allow((address,))  # the verifier's phase may allow other hosts
+        assert _reach(docker_client, gate.network, proxy_env(), *urls) == [
+            "refused 403",
+            "refused 403",
+            "hello",
+        ]
+        assert gate.decisions() == [
+            "allow web.evalrun.test:8000",
+            "deny other.evalrun.test:8000",
+            f"deny {address}:8000",
+            "deny web.evalrun.test:8000",
+            "deny other.evalrun.test:8000",
+            f"allow {address}:8000",
+        ]
+    finally:
+        gate.close(docker_client)
+    names = [n.name for n in docker_client.networks.list()]
+    assert gate.network not in names
+
+
+@pytest.mark.parametrize(
+    ("host", "entries", "expected"),
+    [
+        ("pypi.org", ["pypi.org"], True),
+        ("PyPI.org.", ["pypi.org"], True),
+        ("files.pypi.org", ["pypi.org"], False),  # a name allows itself, not its subdomains
+        ("files.pypi.org", ["*.pypi.org"], True),
+        ("pypi.org", ["*.pypi.org"], False),
+        ("evilpypi.org", ["*.pypi.org"], False),
+        ("10.1.2.3", ["10.0.0.0/8"], True),
+        ("10.1.2.3", ["10.1.2.3"], True),
+        ("11.1.2.3", ["10.0.0.0/8"], False),
+        ("[::1]", ["::1"], True),
+        ("localhost", [], False),
+    ],
+)
+def test_allow_list_entries_match_as_harbor_defines_them(host, entries, expected):
+    assert egress_proxy.allowed(host, entries) is expected
+
+
+def test_the_proxy_forwards_allowed_requests_and_refuses_the_rest(tmp_path: Path):
+    """The proxy program itself, on the host's loopback: plain HTTP forwarding and CONNECT."""
+    (tmp_path / "index.html").write_text("hello\n")
+    allow = tmp_path / "allow"
+    allow.write_text("127.0.0.1\n")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "http.server", "0", "--bind", "127.0.0.1"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    proxy = subprocess.Popen(
+        [sys.executable, egress_proxy.__file__, str(allow), "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        port = _port_of(server.stdout)
+        proxy_port = int(proxy.stdout.readline().split()[1])
+        via = f"http://127.0.0.1:{proxy_port}"
+        url = f"http://127.0.0.1:{port}/index.html"
+        assert _curl("-x", via, url) == "hello"
+        assert _curl("-p", "-x", via, url) == "hello"  # through a CONNECT tunnel
+        assert "not in the task's allowed_hosts" in _curl("-x", via, url.replace("127.0.0.1", "localhost"))
+    finally:
+        for process in (server, proxy):
+            process.kill()
+            process.wait()
+
+
+def _port_of(stream) -> int:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        line = stream.readline()
+        if "port" in line:
+            return int(line.split("port")[1].split()[0])
+    raise AssertionError("the web server did not start")
+
+
+def _curl(*args: str) -> str:
+    done = subprocess.run(["curl", "-s", *args], capture_output=True, text=True, timeout=30)
+    return done.stdout.strip()
