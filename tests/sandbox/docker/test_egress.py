@@ -4,6 +4,8 @@ change between phases; the gate logs every decision."""
 
 from __future__ import annotations
 
+import asyncio
+import os
 import subprocess
 import sys
 import time
@@ -11,9 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from evalrun.sandbox.base import Network, SandboxSpec
 from evalrun.sandbox.docker import egress_proxy
+from evalrun.sandbox.docker.backend import DockerBackend
 from evalrun.sandbox.docker.egress import EgressGate, proxy_env
-from tests.conftest import BASE_IMAGE
+from tests.conftest import BASE_IMAGE, REPO
 
 PROBE = (
     "import sys, urllib.request\n"
@@ -138,3 +142,65 @@ def _port_of(stream) -> int:
 def _curl(*args: str) -> str:
     done = subprocess.run(["curl", "-s", *args], capture_output=True, text=True, timeout=30)
     return done.stdout.strip()
+
+
+@pytest.mark.docker
+def test_a_sample_behind_the_gate_reaches_each_phases_hosts_and_leaves_nothing(
+    docker_client, bridge
+):
+    """Through the backend, as a task's sample: the agent's phase may reach one name, the
+    verifier's only the server's address; the gate and its network go with the sample."""
+    public, by_address = bridge
+    address = by_address.split("//")[1].split(":")[0]
+    backend = DockerBackend(image=BASE_IMAGE, public_network=public)
+    spec = SandboxSpec(
+        network=Network.allowlist,
+        allowed_hosts=("web.evalrun.test",),
+        verifier_allowed_hosts=(address,),
+    )
+    urls = ("http://web.evalrun.test:8000/", by_address)
+
+    async def phases() -> tuple[list[str], list[str], str]:
+        async with backend.open("egress", spec) as box:
+            agent = await box.exec(["python3", "-c", PROBE, *urls], timeout_s=60)
+            await box.end_agent()
+            verifier = await box.exec(["python3", "-c", PROBE, *urls], timeout_s=60)
+            return agent.stdout.split("\n")[:2], verifier.stdout.split("\n")[:2], box.container_id
+
+    agent, verifier, container_id = asyncio.run(phases())
+    assert agent == ["hello", "refused 403"]
+    assert verifier == ["refused 403", "hello"]
+    left = docker_client.containers.list(all=True, filters={"label": "evalrun.sample=egress"})
+    assert left == []
+    assert not [n for n in docker_client.networks.list() if n.name.startswith("evalrun-egress-")]
+
+
+@pytest.mark.docker
+def test_an_allow_list_needs_the_public_network_for_the_gates_way_out(docker_client):
+    backend = DockerBackend(image=BASE_IMAGE, public_network="no-such-network")
+    spec = SandboxSpec(network=Network.allowlist, allowed_hosts=("pypi.org",))
+    reason = backend.cannot_host(spec)
+    assert reason is not None and "'no-such-network'" in reason
+    offline = DockerBackend(image=BASE_IMAGE, public_network="no-such-network", offline=True)
+    assert offline.cannot_host(spec) is None  # offline: no network at all, recorded as such
+
+
+FETCH_SUITE = REPO / "tests" / "fixtures" / "harbor-network"
+
+
+@pytest.mark.docker
+def test_a_harbor_allow_list_task_is_honest_behind_the_gate(docker_client, bridge, tmp_path):
+    """The fixture's gold solution reaches its one allowed host through the gate in the agent's
+    phase and passes; the untouched workspace fails (`evalrun check`, the real CLI); its
+    verifier runs with no network."""
+    public, _ = bridge
+    proc = subprocess.run(
+        [
+            sys.executable, "-m", "evalrun.cli.main", "check", "--tamper=none", "sandbox=docker",
+            f"sandbox.public_network={public}", f"tasks_dir={FETCH_SUITE}",
+        ],
+        capture_output=True, text=True, cwd=tmp_path, timeout=300,
+        env={**os.environ, "COLUMNS": "200", "PYTHONPATH": str(REPO)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "all 1 verifiers honest" in proc.stdout
