@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -15,7 +16,7 @@ import pytest
 
 from evalrun.sandbox.base import Network, SandboxSpec
 from evalrun.sandbox.docker import egress_proxy
-from evalrun.sandbox.docker.backend import DockerBackend
+from evalrun.sandbox.docker.backend import LABEL, OWNER_LABEL, DockerBackend
 from evalrun.sandbox.docker.egress import EgressGate, proxy_env
 from tests.conftest import BASE_IMAGE, REPO
 
@@ -123,7 +124,9 @@ def test_the_proxy_forwards_allowed_requests_and_refuses_the_rest(tmp_path: Path
         url = f"http://127.0.0.1:{port}/index.html"
         assert _curl("-x", via, url) == "hello"
         assert _curl("-p", "-x", via, url) == "hello"  # through a CONNECT tunnel
-        assert "not in the task's allowed_hosts" in _curl("-x", via, url.replace("127.0.0.1", "localhost"))
+        assert "not in the task's allowed_hosts" in _curl(
+            "-x", via, url.replace("127.0.0.1", "localhost")
+        )
     finally:
         for process in (server, proxy):
             process.kill()
@@ -160,14 +163,14 @@ def test_a_sample_behind_the_gate_reaches_each_phases_hosts_and_leaves_nothing(
     )
     urls = ("http://web.evalrun.test:8000/", by_address)
 
-    async def phases() -> tuple[list[str], list[str], str]:
+    async def phases() -> tuple[list[str], list[str]]:
         async with backend.open("egress", spec) as box:
             agent = await box.exec(["python3", "-c", PROBE, *urls], timeout_s=60)
             await box.end_agent()
             verifier = await box.exec(["python3", "-c", PROBE, *urls], timeout_s=60)
-            return agent.stdout.split("\n")[:2], verifier.stdout.split("\n")[:2], box.container_id
+            return agent.stdout.split("\n")[:2], verifier.stdout.split("\n")[:2]
 
-    agent, verifier, container_id = asyncio.run(phases())
+    agent, verifier = asyncio.run(phases())
     assert agent == ["hello", "refused 403"]
     assert verifier == ["refused 403", "hello"]
     left = docker_client.containers.list(all=True, filters={"label": "evalrun.sample=egress"})
@@ -204,3 +207,20 @@ def test_a_harbor_allow_list_task_is_honest_behind_the_gate(docker_client, bridg
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "all 1 verifiers honest" in proc.stdout
+
+
+@pytest.mark.docker
+def test_a_killed_runs_gate_network_goes_with_the_next_preflight(docker_client):
+    """A run killed outright (SIGKILL) leaves its gate's network; the next run's orphan sweep
+    removes it, as it removes the containers - and leaves a live owner's alone."""
+    dead = {LABEL: "1", OWNER_LABEL: f"{socket.gethostname()}:{2**22 + 7}"}  # no such pid
+    alive = {LABEL: "1", OWNER_LABEL: f"{socket.gethostname()}:{os.getpid()}"}
+    orphan = docker_client.networks.create(f"evalrun-egress-test-{os.getpid()}a", labels=dead)
+    live = docker_client.networks.create(f"evalrun-egress-test-{os.getpid()}b", labels=alive)
+    try:
+        DockerBackend(image=BASE_IMAGE).remove_orphans()
+        names = {n.name for n in docker_client.networks.list()}
+        assert orphan.name not in names
+        assert live.name in names
+    finally:
+        live.remove()
