@@ -192,6 +192,8 @@ class SandboxSpec:
     `workdir`: the absolute path of the workspace inside the sandbox (None: the backend's own).
     `cpus` / `memory_mb` / `storage_mb`: the task's own limits, replacing the backend's where it
     enforces them (`SandboxBackend.task_limits`); elsewhere the backend's own limits apply.
+    `gpus`: how many GPUs its samples need (docker alone gives them, through the engine's device
+    requests; every other backend, and an engine without a GPU runtime, cannot host it).
     `env`: variables every command in the sandbox sees (already resolved on the host).
     `user`: the user commands run as (None: the backend's sandbox user).
     `network` is the network of the setup and the agent's phase; `verifier_network` that of the
@@ -210,6 +212,7 @@ class SandboxSpec:
     cpus: float | None = None
     memory_mb: int | None = None
     storage_mb: int | None = None
+    gpus: int | None = None
     env: tuple[tuple[str, str], ...] = field(default=())
     user: str | None = None
 
@@ -237,6 +240,16 @@ class SandboxSpec:
 
 
 DEFAULT_SPEC = SandboxSpec()
+
+
+def no_gpus(spec: SandboxSpec, backend: str) -> str | None:
+    """Why a backend without GPUs cannot host `spec` (None: it asks for none)."""
+    if not spec.gpus:
+        return None
+    return (
+        f"needs {spec.gpus} GPU(s); sandbox={backend} has none (sandbox=docker gives them on "
+        "a host whose engine has a GPU runtime)"
+    )
 
 
 class SandboxBackend(Protocol):

@@ -85,6 +85,7 @@ from evalrun.sandbox.base import (
     ExecResult,
     Network,
     SandboxSpec,
+    no_gpus,
     sandbox_env,
 )
 from evalrun.sandbox.common.clear import clear_argv, clear_notes
@@ -443,6 +444,8 @@ class ModalBackend:
         return self._app
 
     def cannot_host(self, spec: SandboxSpec) -> str | None:
+        if reason := no_gpus(spec, self.name):
+            return reason
         if spec.image is not None:
             return (
                 f"needs {spec.image.describe()}; sandbox=modal cannot run task images here "

@@ -634,6 +634,11 @@ class DockerBackend:
     def cannot_host(self, spec: SandboxSpec) -> str | None:
         if spec.workdir is not None and bad_workdir(spec.workdir):
             return f"its workspace path cannot be used: {bad_workdir(spec.workdir)}"
+        if spec.gpus and not self._gpu_runtime:
+            return (
+                f"needs {spec.gpus} GPU(s); the Docker engine has no GPU runtime (install the "
+                "NVIDIA Container Toolkit and restart the engine)"
+            )
         reaches_out = any(n.reaches_out for n in spec.networks)
         if reaches_out and self.public_network == "none" and not self.offline:
             return (
@@ -659,6 +664,15 @@ class DockerBackend:
         if spec.image is not None:
             return self.task_images.unavailable(spec.image)
         return None
+
+    @cached_property
+    def _gpu_runtime(self) -> bool:
+        """Whether the engine can give containers GPUs: an `nvidia` runtime, or GPUs among the
+        CDI devices it discovered (engines since API 1.50)."""
+        info = self.client.info()
+        devices = info.get("DiscoveredDevices") or []
+        gpus = [d for d in devices if "gpu" in str(d.get("ID", "")).lower()]
+        return "nvidia" in (info.get("Runtimes") or {}) or bool(gpus)
 
     def _has_network(self, name: str) -> bool:
         import docker
@@ -716,7 +730,7 @@ class DockerBackend:
         memory = f"{spec.memory_mb}m" if spec.memory_mb else self.memory
         cpus = spec.cpus or self.cpus
         disk = DiskLimit.of(self.disk_mb, spec.storage_mb)
-        from docker.types import Ulimit
+        from docker.types import DeviceRequest, Ulimit
 
         ulimits = []
         if disk is not None:  # RLIMIT_FSIZE, in bytes for Docker
@@ -734,6 +748,9 @@ class DockerBackend:
             security_opt=["no-new-privileges"],
             ulimits=ulimits,
             binds={path: {"bind": path, "mode": "ro"} for path in self.live_mounts},
+            device_requests=(
+                [DeviceRequest(count=spec.gpus, capabilities=[["gpu"]])] if spec.gpus else None
+            ),
         )
         # /proc read-only (the SDK has no keyword for it): no process writes another's memory
         # through /proc/<pid>/mem; the engine's own read-only /proc paths are all under it.

@@ -19,7 +19,9 @@ per-phase `[agent]` / `[verifier]` tables (and each `[[steps]]`' own).
   `storage_mb` / `storage`: limits where the backend enforces them, `SandboxBackend.task_limits`),
   **variables every command sees** (`[environment.env]`), **the agent's user** (`[agent] user`)
   and **an image of its own** (its prebuilt `docker_image`, else the Dockerfile in environment/).
-- **Features evalrun cannot provide** (`unsupported`): GPUs, TPUs, Windows containers, MCP
+- **GPUs** (`gpus`): docker gives them through the engine's device requests where it has a GPU
+  runtime; every other backend skips such a task with the reason.
+- **Features evalrun cannot provide** (`unsupported`): TPUs, Windows containers, MCP
   servers, several containers (docker-compose.yaml, or a separate verifier's collect command or
   artifact in a service besides `main`), a separate verifier in a multi-step task.
 """
@@ -106,8 +108,6 @@ def unsupported(config: HarborToml, environment_dir: Path, tests_dir: Path) -> l
     problems = []
     if env.os == "windows":
         problems.append("Windows containers ([environment] os = 'windows')")
-    if env.gpus:
-        problems.append(f"GPUs ([environment] gpus = {env.gpus})")
     if env.tpu:
         problems.append("a TPU ([environment.tpu])")
     if env.mcp_servers:
@@ -238,5 +238,6 @@ def _table_spec(
         cpus=table.cpus,
         memory_mb=table.memory_limit_mb,
         storage_mb=table.storage_limit_mb,
+        gpus=table.gpus or None,
         env=tuple(sorted(env.items())),
     )

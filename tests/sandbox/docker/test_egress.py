@@ -224,3 +224,14 @@ def test_a_killed_runs_gate_network_goes_with_the_next_preflight(docker_client):
         assert live.name in names
     finally:
         live.remove()
+
+
+@pytest.mark.docker
+def test_a_task_that_needs_gpus_is_skipped_where_the_engine_has_none(docker_client):
+    """These machines have no GPU: the engine reports no GPU runtime, so the task is skipped
+    with what to install, before anything starts."""
+    reason = DockerBackend(image=BASE_IMAGE).cannot_host(SandboxSpec(gpus=2))
+    assert reason == (
+        "needs 2 GPU(s); the Docker engine has no GPU runtime (install the NVIDIA Container "
+        "Toolkit and restart the engine)"
+    )
