@@ -546,7 +546,8 @@ def warn_unenforced(backend: SandboxBackend, tasks: Sequence[Task]) -> None:
     console.print(
         styled("[yellow]warning:[/]"),
         f"sandbox={backend.name} does not enforce these task limits; their samples get the "
-        "sandbox's own limits, if any:",
+        "sandbox's own limits, if any (for allowed_hosts: the sandbox's whole network, "
+        "sandbox=docker enforces it):",
     )
     for line in lines:
         console.print(f"  {line}")

@@ -39,6 +39,7 @@ from evalrun.sandbox.base import (
     ExecResult,
     Network,
     SandboxSpec,
+    no_gpus,
     sandbox_env,
 )
 from evalrun.sandbox.common import hostfs
@@ -228,6 +229,8 @@ class LocalBackend:
         return prefix
 
     def cannot_host(self, spec: SandboxSpec) -> str | None:
+        if reason := no_gpus(spec, self.name):
+            return reason
         if spec.image is not None:
             return (
                 f"needs {spec.image.describe()}; sandbox=local cannot run task images "

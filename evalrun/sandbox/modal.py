@@ -85,6 +85,7 @@ from evalrun.sandbox.base import (
     ExecResult,
     Network,
     SandboxSpec,
+    no_gpus,
     sandbox_env,
 )
 from evalrun.sandbox.common.clear import clear_argv, clear_notes
@@ -443,6 +444,8 @@ class ModalBackend:
         return self._app
 
     def cannot_host(self, spec: SandboxSpec) -> str | None:
+        if reason := no_gpus(spec, self.name):
+            return reason
         if spec.image is not None:
             return (
                 f"needs {spec.image.describe()}; sandbox=modal cannot run task images here "
@@ -450,7 +453,7 @@ class ModalBackend:
             )
         if spec.workdir is not None:
             return f"needs its workspace at {spec.workdir}; sandbox=modal keeps it at {WORKDIR}"
-        if Network.public in spec.networks and self.block_network:
+        if any(n.reaches_out for n in spec.networks) and self.block_network:
             return "needs the network; sandbox.block_network=true gives it none"
         if len(set(spec.networks)) > 1:
             return "needs a different network per phase; a Modal sandbox keeps one for its life"

@@ -278,9 +278,9 @@ def runnable_on(
 
 
 def unenforced_limits(tasks: Sequence[Task], backend: SandboxBackend) -> list[str]:
-    """One line per task limit (`cpus`, `memory_mb`, `storage_mb`) that some of `tasks` set and
-    `backend` does not enforce (`SandboxBackend.task_limits`): their samples get the backend's
-    own limits instead, which a user should know before trusting a result."""
+    """One line per task limit (`cpus`, `memory_mb`, `storage_mb`, `allowed_hosts`) that some of
+    `tasks` set and `backend` does not enforce (`SandboxBackend.task_limits`): their samples get
+    the backend's own limits instead, which a user should know before trusting a result."""
     asked: dict[str, list[str]] = {}
     for task in tasks:
         for name in task.format.sandbox_spec.limits_asked():

@@ -65,7 +65,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -93,6 +93,7 @@ from evalrun.sandbox.common.limits import DU_SCRIPT, DiskLimit, check_positive
 from evalrun.sandbox.common.output import BoundedBuffer
 from evalrun.sandbox.common.owner import owner_alive, start_time
 from evalrun.sandbox.common.transfer import TarPipe, first_file, tar_dirs, tar_file, unpack
+from evalrun.sandbox.docker.egress import EgressGate, proxy_env
 from evalrun.sandbox.docker.images import TaskImages
 
 _CONF = DockerSandboxConf()
@@ -105,6 +106,7 @@ LABEL = "evalrun"
 OWNER_LABEL = "evalrun.owner"  # "<hostname>:<pid>" of the evalrun process that made it
 OWNER_START_LABEL = "evalrun.owner_start"  # that process's start time (a reused pid is not it)
 KEEP_LABEL = "evalrun.keep"
+EGRESS = "evalrun:egress"  # `network_of` an allow-list: the sample's own gate network
 CAPABILITIES = ["CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID"]
 KILL_GRACE_S = 3.0  # after the killer ran, how long the output stream may take to close
 ROOT_TIMEOUT_S = 120  # a harness command as root (clear, du) is ended after this long
@@ -138,8 +140,8 @@ _ADOPT = (
 )
 BUILD_HINT = "build it offline with scripts/build-base-image.sh (or `evalrun image build`)"
 ENGINE_HINT = (
-    "start an engine with scripts/docker-engine.sh (runs `dockerd --bridge=none "
-    "--iptables=false` in the background) or point DOCKER_HOST at a running one"
+    "start an engine with scripts/docker-engine.sh (runs `dockerd --bridge=none` in the "
+    "background) or point DOCKER_HOST at a running one"
 )
 _MEMORY = re.compile(r"^\d+[bkmg]?$", re.IGNORECASE)
 _USER = re.compile(r"^\d+(:\d+)?$")
@@ -171,6 +173,8 @@ class DockerSandbox:
         self._networks = started.networks
         self._network = started.networks[0]  # the one it is attached to now
         self._image_user = started.image_user
+        self._gate = started.gate
+        self._hosts = started.hosts
         self._users: dict[str, tuple[int, int]] = {}  # exec(user=...) names -> (uid, gid)
         self.limit_poll_s = DISK_POLL_S if started.disk is not None else None
 
@@ -196,7 +200,7 @@ class DockerSandbox:
             home=home,
             tmpdir=tmp,
             path=SANDBOX_PATH,
-            extra={**self._env, **(env or {})},
+            extra={**self._env, **self._proxy_env(), **(env or {})},
             verifier=self._agent_done,
         )
         session = ExecSession.new(EXEC_DIR)
@@ -359,15 +363,25 @@ class DockerSandbox:
             code, _, stderr = await self._run(argv, "0")
         if code != 0:
             raise SandboxError(f"could not end the agent's processes: {stderr.strip()}")
-        await self._switch_network(self._networks[1])
+        await self._switch_network(1)
         self._agent_done = True
 
     async def begin_agent(self) -> None:
-        await self._switch_network(self._networks[0])
+        await self._switch_network(0)
         self._agent_done = False
 
-    async def _switch_network(self, network: str) -> None:
-        """Attach the container to `network` alone ("none": to no network), between phases."""
+    def _proxy_env(self) -> dict[str, str]:
+        """The gate's proxy variables, in a phase behind the egress gate."""
+        gated = self._gate is not None and self._network == self._gate.network
+        return proxy_env() if gated else {}
+
+    async def _switch_network(self, phase: int) -> None:
+        """Attach the container to the network of `phase` (0: the agent's, 1: the verifier's)
+        alone ("none": to no network), between phases; behind the gate, allow that phase's
+        hosts."""
+        network = self._networks[phase]
+        if self._gate is not None and network == self._gate.network:
+            await self._call("egress gate", self._gate.allow, self._hosts[phase])
         if network == self._network:
             return
         if self._network != "none":
@@ -455,7 +469,7 @@ class DockerBackend:
 
     name = "docker"
     isolated = True
-    task_limits: frozenset[str] = frozenset({"cpus", "memory_mb", "storage_mb"})
+    task_limits: frozenset[str] = frozenset({"cpus", "memory_mb", "storage_mb", "allowed_hosts"})
     copies_out = True  # `Sandbox.get`: get_archive, streamed and bounded
 
     def __init__(  # defaults: evalrun.config.schema.DockerSandboxConf, their one home
@@ -502,6 +516,7 @@ class DockerBackend:
         self.owner_label = f"{socket.gethostname()}:{os.getpid()}"
         self.owner_start = start_time(os.getpid()) or ""
         self._live: dict[str, Any] = {}  # container id -> container, for `abandon`
+        self._gates: dict[str, EgressGate] = {}  # container id -> its egress gate
         self.live_mounts: list[str] = []  # host folders bound read-only (the gateway's sockets)
         self.layer_folders: list[Path] = []  # host folders copied into every sample's image
         self._layered: dict[str, str] = {}  # image -> it with `layer_folders`, for this process
@@ -582,39 +597,57 @@ class DockerBackend:
         self.remove_orphans()
 
     def remove_orphans(self) -> int:
-        """Remove containers made on this host by evalrun processes that no longer exist."""
-        host = socket.gethostname()
+        """Remove containers, then networks (egress gates'), made on this host by evalrun
+        processes that no longer exist."""
         removed = 0
         # sparse: no per-container inspect, which races with other runs removing containers
         listed = self.client.containers.list(all=True, filters={"label": LABEL}, sparse=True)
         for container in listed:
-            labels = container.attrs.get("Labels") or {}
-            owner_host, _, pid = labels.get(OWNER_LABEL, "").partition(":")
-            if owner_host != host or labels.get(KEEP_LABEL) or not pid.isdigit():
-                continue
-            token = f"{owner_host}:{pid}:{labels.get(OWNER_START_LABEL, '')}"
-            if owner_alive(token):
-                continue
-            with suppress(Exception):
-                container.remove(force=True)
-                removed += 1
+            if self._orphaned(container.attrs.get("Labels") or {}):
+                with suppress(Exception):
+                    container.remove(force=True)
+                    removed += 1
+        for network in self.client.networks.list(filters={"label": LABEL}):
+            if self._orphaned(network.attrs.get("Labels") or {}):
+                with suppress(Exception):
+                    network.remove()
         return removed
 
+    @staticmethod
+    def _orphaned(labels: Mapping[str, str]) -> bool:
+        """Whether what carries `labels` was made on this host by an evalrun process that is
+        gone (and not kept)."""
+        owner_host, _, pid = labels.get(OWNER_LABEL, "").partition(":")
+        if owner_host != socket.gethostname() or labels.get(KEEP_LABEL) or not pid.isdigit():
+            return False
+        return not owner_alive(f"{owner_host}:{pid}:{labels.get(OWNER_START_LABEL, '')}")
+
     def network_of(self, network: Network) -> str:
-        """The docker network a phase that says `network` gets."""
+        """The docker network a phase that says `network` gets (`EGRESS`: the sample's own
+        gate network, made when it starts)."""
         if self.offline or network is Network.none:
             return "none"
+        if network is Network.allowlist:
+            return EGRESS
         return self.public_network if network is Network.public else self.network
 
     def cannot_host(self, spec: SandboxSpec) -> str | None:
         if spec.workdir is not None and bad_workdir(spec.workdir):
             return f"its workspace path cannot be used: {bad_workdir(spec.workdir)}"
-        if Network.public in spec.networks and self.public_network == "none" and not self.offline:
+        if spec.gpus and not self._gpu_runtime:
+            return (
+                f"needs {spec.gpus} GPU(s); the Docker engine has no GPU runtime (install the "
+                "NVIDIA Container Toolkit and restart the engine)"
+            )
+        reaches_out = any(n.reaches_out for n in spec.networks)
+        if reaches_out and self.public_network == "none" and not self.offline:
             return (
                 "needs the network; sandbox.public_network=none gives it none (name a Docker "
                 "network, or sandbox.offline=true runs every task without one)"
             )
         names = {self.network_of(n) for n in spec.networks}
+        if EGRESS in names:  # the gate's way out
+            names = (names - {EGRESS}) | {self.public_network}
         missing = [n for n in names if n != "none" and not self._has_network(n)]
         if missing:
             knob = "public_network" if missing[0] == self.public_network else "network"
@@ -631,6 +664,15 @@ class DockerBackend:
         if spec.image is not None:
             return self.task_images.unavailable(spec.image)
         return None
+
+    @cached_property
+    def _gpu_runtime(self) -> bool:
+        """Whether the engine can give containers GPUs: an `nvidia` runtime, or GPUs among the
+        CDI devices it discovered (engines since API 1.50)."""
+        info = self.client.info()
+        devices = info.get("DiscoveredDevices") or []
+        gpus = [d for d in devices if "gpu" in str(d.get("ID", "")).lower()]
+        return "nvidia" in (info.get("Runtimes") or {}) or bool(gpus)
 
     def _has_network(self, name: str) -> bool:
         import docker
@@ -651,12 +693,44 @@ class DockerBackend:
         per phase, it is created on the one that is not `none` and starts in the agent's."""
         agent, verifier = spec.networks
         phases = (self.network_of(agent), self.network_of(verifier))
+        gate = None
+        if EGRESS in phases:
+            gate = EgressGate.open(
+                self.client, self.image, self.public_network, self._labels(label)
+            )
+            phases = (gate.network if phases[0] == EGRESS else phases[0], phases[1])
+            phases = (phases[0], gate.network if phases[1] == EGRESS else phases[1])
+        try:
+            return self._create_in(label, image, spec, phases, gate)
+        except Exception:
+            if gate is not None:
+                gate.close(self.client)
+            raise
+
+    def _labels(self, label: str) -> dict[str, str]:
+        """The labels of everything made for one sample (`remove_orphans` finds them by these)."""
+        return {
+            LABEL: "1",
+            OWNER_LABEL: self.owner_label,
+            OWNER_START_LABEL: self.owner_start,
+            "evalrun.sample": label[:200],
+            **({KEEP_LABEL: "1"} if self.keep_workspaces else {}),
+        }
+
+    def _create_in(
+        self,
+        label: str,
+        image: str,
+        spec: SandboxSpec,
+        phases: tuple[str, str],
+        gate: EgressGate | None,
+    ) -> tuple[Any, Started]:
         attached = next((n for n in phases if n != "none"), None)
         workdir = spec.workdir or (self._image_workdir(image) if spec.image else None) or WORKDIR
         memory = f"{spec.memory_mb}m" if spec.memory_mb else self.memory
         cpus = spec.cpus or self.cpus
         disk = DiskLimit.of(self.disk_mb, spec.storage_mb)
-        from docker.types import Ulimit
+        from docker.types import DeviceRequest, Ulimit
 
         ulimits = []
         if disk is not None:  # RLIMIT_FSIZE, in bytes for Docker
@@ -674,6 +748,9 @@ class DockerBackend:
             security_opt=["no-new-privileges"],
             ulimits=ulimits,
             binds={path: {"bind": path, "mode": "ro"} for path in self.live_mounts},
+            device_requests=(
+                [DeviceRequest(count=spec.gpus, capabilities=[["gpu"]])] if spec.gpus else None
+            ),
         )
         # /proc read-only (the SDK has no keyword for it): no process writes another's memory
         # through /proc/<pid>/mem; the engine's own read-only /proc paths are all under it.
@@ -685,13 +762,7 @@ class DockerBackend:
             working_dir=workdir,
             hostname="sandbox",
             volumes=list(self.live_mounts),
-            labels={
-                LABEL: "1",
-                OWNER_LABEL: self.owner_label,
-                OWNER_START_LABEL: self.owner_start,
-                "evalrun.sample": label[:200],
-                **({KEEP_LABEL: "1"} if self.keep_workspaces else {}),
-            },
+            labels=self._labels(label),
         )
         container = self.client.containers.prepare_model({"Id": created["Id"]})
         try:
@@ -731,7 +802,11 @@ class DockerBackend:
             container.remove(force=True)
             raise
         image_user = (self.client.images.get(image).attrs.get("Config") or {}).get("User") or "0"
-        return container, Started(workdir, user, owner, spec.env, disk, phases, image_user)
+        if gate is not None:
+            self._gates[container.id] = gate
+            gate.allow(spec.hosts[0] if phases[0] == gate.network else spec.hosts[1])
+        started = Started(workdir, user, owner, spec.env, disk, phases, image_user)
+        return container, replace(started, gate=gate, hosts=spec.hosts)
 
     def _image_workdir(self, image: str) -> str | None:
         """The image's WORKDIR, when it names one other than /."""
@@ -742,12 +817,18 @@ class DockerBackend:
     def _dispose(self, container: Any) -> None:
         """Remove (or, keeping workspaces, stop) a container; forgotten only once it is done,
         so an `abandon` meanwhile still sees it."""
+        gate = self._gates.pop(container.id, None)
         if self.keep_workspaces:
             with suppress(Exception):
                 container.kill()
+            if gate is not None:  # kept with the container, as its network
+                with suppress(Exception):
+                    gate.container.kill()
         else:
             with suppress(Exception):
                 container.remove(force=True)
+            if gate is not None:
+                gate.close(self.client)
         self._live.pop(container.id, None)
 
     def abandon(self) -> None:
@@ -768,6 +849,9 @@ class DockerBackend:
             thread.start()
         for thread in threads:
             thread.join(max(0.0, deadline - time.monotonic()))
+        for gate in list(self._gates.values()):  # their containers went with the owner's
+            if time.monotonic() < deadline:
+                gate.close(self.client)
 
     def _remove_by(self, container: Any, deadline: float) -> None:
         """Remove `container` and see it gone, before `deadline`. A removal already under way
@@ -854,6 +938,8 @@ class Started:
     disk: DiskLimit | None  # the sample's disk limit: the task's storage_mb, else disk_mb
     networks: tuple[str, str] = ("none", "none")  # the agent's phase's and the verifier's
     image_user: str = "0"  # the image's USER (`IMAGE_USER`): root when it names none
+    gate: EgressGate | None = None  # the egress gate of the phases with an allow-list
+    hosts: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())  # what each phase's gate allows
 
 
 def _resolve_user(container: Any, user: str) -> tuple[str, tuple[int, int]]:

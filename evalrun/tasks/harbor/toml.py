@@ -16,6 +16,7 @@ error naming it).
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import tomllib
@@ -80,6 +81,27 @@ def _uid_or_name(value: Any) -> Any:
     return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
+_HOST_LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
+
+
+def allowed_host(entry: str) -> str:
+    """One `allowed_hosts` entry, normalised as Harbor does (lower case, no trailing dot): a
+    hostname, a `*.suffix` pattern, an IP address or a CIDR range - never a URL, port or path."""
+    host = entry.strip().lower().rstrip(".")
+    try:
+        return str(
+            ipaddress.ip_network(host, strict=False) if "/" in host else ipaddress.ip_address(host)
+        )
+    except ValueError:
+        pass
+    name = host.removeprefix("*.")
+    if name and all(_HOST_LABEL.match(label) for label in name.split(".")):
+        return host
+    raise ValueError(
+        f"expected a hostname, '*.suffix', an IP address or a CIDR range, got {entry!r}"
+    )
+
+
 class Phase(_Table):
     timeout_sec: float | None = Field(default=None, gt=0)
     user: str | None = None
@@ -90,6 +112,11 @@ class Phase(_Table):
     @classmethod
     def _uid_or_name(cls, value: Any) -> Any:
         return _uid_or_name(value)
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _hosts(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        return None if value is None else tuple(allowed_host(h) for h in value)
 
 
 class AgentTable(Phase):
@@ -184,6 +211,11 @@ class EnvironmentTable(_Table):
     @classmethod
     def _os_any_case(cls, value: Any) -> Any:
         return value.lower() if isinstance(value, str) else value
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _hosts(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        return None if value is None else tuple(allowed_host(h) for h in value)
 
     @field_validator("memory", "storage")
     @classmethod
