@@ -190,6 +190,9 @@ class SandboxSpec:
     `user`: the user commands run as (None: the backend's sandbox user).
     `network` is the network of the setup and the agent's phase; `verifier_network` that of the
     verifier's phase where it differs (None: the same) - `networks` gives both.
+    `compose_file`: a compose file of further containers the sample runs with (Harbor's
+    environment/docker-compose.yaml): its service `main` is the sandbox, built from `image`,
+    and the others reach it - and it them - by service name (None: one container).
     """
 
     image: TaskImage | None = None
@@ -201,6 +204,7 @@ class SandboxSpec:
     storage_mb: int | None = None
     env: tuple[tuple[str, str], ...] = field(default=())
     user: str | None = None
+    compose_file: Path | None = None
 
     @property
     def is_default(self) -> bool:
@@ -218,6 +222,16 @@ class SandboxSpec:
 
 
 DEFAULT_SPEC = SandboxSpec()
+
+
+def several_containers(spec: SandboxSpec, backend: str) -> str | None:
+    """Why a backend that runs one container (or none) cannot host `spec` (None: it can)."""
+    if spec.compose_file is None:
+        return None
+    return (
+        f"needs several containers (environment/{spec.compose_file.name}); sandbox={backend} "
+        "runs one (use sandbox=docker)"
+    )
 
 
 class SandboxBackend(Protocol):

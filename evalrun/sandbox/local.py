@@ -40,6 +40,7 @@ from evalrun.sandbox.base import (
     Network,
     SandboxSpec,
     sandbox_env,
+    several_containers,
 )
 from evalrun.sandbox.common import hostfs
 from evalrun.sandbox.common.clear import clear_argv, clear_notes, restored_notes
@@ -228,6 +229,8 @@ class LocalBackend:
         return prefix
 
     def cannot_host(self, spec: SandboxSpec) -> str | None:
+        if spec.compose_file is not None:
+            return several_containers(spec, "local")
         if spec.image is not None:
             return (
                 f"needs {spec.image.describe()}; sandbox=local cannot run task images "

@@ -86,6 +86,7 @@ from evalrun.sandbox.base import (
     Network,
     SandboxSpec,
     sandbox_env,
+    several_containers,
 )
 from evalrun.sandbox.common.clear import clear_argv, clear_notes
 from evalrun.sandbox.common.container import ExecSession, end_agent_argv
@@ -443,6 +444,8 @@ class ModalBackend:
         return self._app
 
     def cannot_host(self, spec: SandboxSpec) -> str | None:
+        if spec.compose_file is not None:
+            return several_containers(spec, "modal")
         if spec.image is not None:
             return (
                 f"needs {spec.image.describe()}; sandbox=modal cannot run task images here "

@@ -95,6 +95,7 @@ from evalrun.sandbox.base import (
     SandboxSpec,
     bad_workdir,
     sandbox_env,
+    several_containers,
 )
 from evalrun.sandbox.bwrap import cgroup
 from evalrun.sandbox.common import hostfs
@@ -605,6 +606,8 @@ class BwrapBackend:
         return HOST_UID_BASE + next(self._uids) % HOST_UID_SPAN if self._as_root else None
 
     def cannot_host(self, spec: SandboxSpec) -> str | None:
+        if spec.compose_file is not None:
+            return several_containers(spec, "bwrap")
         if spec.image is not None:
             return (
                 f"needs {spec.image.describe()}; sandbox=bwrap cannot run task images "
