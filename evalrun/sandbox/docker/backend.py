@@ -95,7 +95,7 @@ from evalrun.sandbox.common.limits import DU_SCRIPT, DiskLimit, check_positive
 from evalrun.sandbox.common.output import BoundedBuffer
 from evalrun.sandbox.common.owner import owner_alive, start_time
 from evalrun.sandbox.common.transfer import TarPipe, first_file, tar_dirs, tar_file, unpack
-from evalrun.sandbox.docker.images import TaskImages
+from evalrun.sandbox.docker.images import TaskImages, local_id
 
 if TYPE_CHECKING:
     from evalrun.sandbox.docker.compose import ComposeProject
@@ -942,22 +942,24 @@ class DockerBackend:
             hardening,
             internal,
             self.build_network,
+            lambda name: local_id(self.client, name),
         )
 
     def _start_project(
         self, project: ComposeProject, image: str, spec: SandboxSpec
     ) -> tuple[Any, Started]:
         """`up --wait` a project and seed its `main` container (blocking); on any failure the
-        project is removed again. Sidecar images are built by one project at a time."""
+        project is removed again. Sidecar images missing are built by one project at a time,
+        before its `up`; other projects start meanwhile."""
         from evalrun.sandbox.docker.compose import main_container
 
         timeout = spec.image.build_timeout_s if spec.image else TaskImage.build_timeout_s
         try:
-            if project.builds:
+            if self._unbuilt(project):
                 with self._compose_builds:
-                    project.up(timeout)
-            else:
-                project.up(timeout)
+                    if self._unbuilt(project):
+                        project.build(timeout)
+            project.up(timeout)
             container = main_container(self.client, project.name)
             workdir = self._workdir_of(image, spec)
             user, owner = self._users_of(container, spec)
@@ -984,6 +986,9 @@ class DockerBackend:
             if entry not in own and name not in ("HOME", "TMPDIR", "PATH"):
                 found[name] = value
         return found
+
+    def _unbuilt(self, project: ComposeProject) -> bool:
+        return any(local_id(self.client, tag) == "absent" for tag in project.builds)
 
     def _end_project(self, project: ComposeProject) -> None:
         """Remove (or, keeping workspaces, stop) a project; through the SDK when compose fails."""

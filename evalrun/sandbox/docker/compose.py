@@ -26,14 +26,14 @@ import functools
 import json
 import subprocess
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from evalrun.errors import SandboxError
-from evalrun.sandbox.docker.images import context_digest, image_tag
+from evalrun.sandbox.docker.images import aliased, context_digest, image_tag
 
 MAIN = "main"
 PROJECT_LABEL = "com.docker.compose.project"
@@ -177,8 +177,13 @@ class ComposeProject:
                 f"docker compose {args[0]} of {self.name} failed (exit {done.returncode}): {tail}"
             )
 
+    def build(self, timeout_s: float) -> None:
+        """Build the sidecar images."""
+        self.run(["build"], timeout_s)
+
     def up(self, build_timeout_s: float) -> None:
-        """Start every service and wait until each runs and is healthy."""
+        """Start every service and wait until each runs and is healthy (building what is
+        missing first)."""
         wait = ["--wait", "--wait-timeout", str(UP_WAIT_S)]
         self.run(["up", "--detach", *wait], build_timeout_s + UP_WAIT_S + 60)
 
@@ -198,9 +203,12 @@ def write_project(
     hardening: Hardening,
     internal: bool,
     build_network: str | None,
+    local_id: Callable[[str], str],
 ) -> ComposeProject:
     """Write evalrun's base and overlay files into `folder` around the task's compose file.
-    Raises `ValueError` naming the task's file when it is not a compose file."""
+    A sidecar built from a Dockerfile is tagged by its context and the ids of its FROM images
+    (`local_id`: a name's local image id, or "absent"), as task images are. Raises `ValueError`
+    naming the task's file when it is not a compose file."""
     document = read_compose(task_file)
     project_dir = task_file.parent
     base = {"services": {MAIN: {"image": image, "command": ["sleep", "infinity"]}}}
@@ -216,7 +224,9 @@ def write_project(
         if context is not None:
             if "image" not in service:  # a stable tag: built once, not once per project
                 text = (context[0] / context[1]).read_bytes().decode(errors="replace")
-                own["image"] = image_tag(f"{task_id}-{name}", context_digest(context[0], {}, text))
+                bases = {base: local_id(base) for base in aliased(text, {})[1]}
+                digest = context_digest(context[0], bases, text)
+                own["image"] = image_tag(f"{task_id}-{name}", digest)
                 builds.append(own["image"])
             if build_network is not None:
                 own["build"] = {"context": str(context[0]), "network": build_network}
