@@ -997,7 +997,7 @@ class DockerBackend:
         try:
             if self.keep_workspaces:
                 with suppress(SandboxError):
-                    project.stop()
+                    project.kill()
                 return
             try:
                 project.down()

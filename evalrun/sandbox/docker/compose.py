@@ -140,12 +140,12 @@ class Hardening:
 @dataclass(frozen=True)
 class ComposeProject:
     """One sample's compose project: its name, its files in merge order, the folder relative
-    paths of the task's file resolve against, and the sidecar images it builds."""
+    paths of the task's file resolve against, and the sidecar images evalrun tagged."""
 
     name: str
     files: tuple[Path, ...]
     project_dir: Path
-    builds: tuple[str, ...]  # tags of the sidecar images `up` builds when they are missing
+    builds: tuple[str, ...]  # tags of the sidecar images `build` makes (`up` when missing)
 
     @property
     def network(self) -> str:
@@ -190,7 +190,8 @@ class ComposeProject:
     def down(self) -> None:
         self.run(["down", "--volumes", "--remove-orphans", "--timeout", "0"], DOWN_TIMEOUT_S)
 
-    def stop(self) -> None:
+    def kill(self) -> None:
+        """Stop every container, keeping them (`keep_workspaces`)."""
         self.run(["kill"], DOWN_TIMEOUT_S)
 
 
@@ -210,27 +211,15 @@ def write_project(
     (`local_id`: a name's local image id, or "absent"), as task images are. Raises `ValueError`
     naming the task's file when it is not a compose file."""
     document = read_compose(task_file)
-    project_dir = task_file.parent
-    base = {"services": {MAIN: {"image": image, "command": ["sleep", "infinity"]}}}
-    base["services"][MAIN]["working_dir"] = workdir
+    main = {"image": image, "command": ["sleep", "infinity"], "working_dir": workdir}
     labels = dict(hardening.labels)
     services: dict[str, Any] = {MAIN: hardening.main_service()}
-    builds = []
     for name, service in document["services"].items():
-        if name == MAIN:
-            continue
-        own: dict[str, Any] = {"labels": labels}
-        context = _build_context(service or {}, project_dir)
-        if context is not None:
-            if "image" not in service:  # a stable tag: built once, not once per project
-                text = (context[0] / context[1]).read_bytes().decode(errors="replace")
-                bases = {base: local_id(base) for base in aliased(text, {})[1]}
-                digest = context_digest(context[0], bases, text)
-                own["image"] = image_tag(f"{task_id}-{name}", digest)
-                builds.append(own["image"])
-            if build_network is not None:
-                own["build"] = {"context": str(context[0]), "network": build_network}
-        services[name] = own
+        if name != MAIN:
+            services[name] = {"labels": labels}
+            services[name] |= _sidecar_build(
+                service or {}, task_file.parent, f"{task_id}-{name}", build_network, local_id
+            )
     networks = {"default": {"internal": internal, "labels": labels}}
     for name, network in (document.get("networks") or {}).items():
         if not (network or {}).get("external"):
@@ -240,18 +229,39 @@ def write_project(
         for name, volume in (document.get("volumes") or {}).items()
         if not (volume or {}).get("external")
     }
-    overlay = {
-        "services": services,
-        "networks": networks,
-        **({"volumes": volumes} if volumes else {}),
-    }
+    overlay = {"services": services, "networks": networks}
+    if volumes:
+        overlay["volumes"] = volumes
     files = []
-    for name, content in (("base.json", base), ("overlay.json", overlay)):
+    for name, content in (("base.json", {"services": {MAIN: main}}), ("overlay.json", overlay)):
         path = folder / name
         path.write_text(json.dumps(content, indent=1), encoding="utf-8")
         files.append(path)
-    name = f"evalrun-{uuid.uuid4().hex[:12]}"
-    return ComposeProject(name, (files[0], task_file, files[1]), project_dir, tuple(builds))
+    builds = tuple(str(s["image"]) for n, s in services.items() if n != MAIN and "image" in s)
+    project = f"evalrun-{uuid.uuid4().hex[:12]}"
+    return ComposeProject(project, (files[0], task_file, files[1]), task_file.parent, builds)
+
+
+def _sidecar_build(
+    service: Mapping[str, Any],
+    project_dir: Path,
+    name: str,
+    build_network: str | None,
+    local_id: Callable[[str], str],
+) -> dict[str, Any]:
+    """What the overlay sets of a sidecar that builds from a Dockerfile: a stable tag (built
+    once, not once per project) unless it names its own image, and the build's network."""
+    context = _build_context(service, project_dir)
+    if context is None:
+        return {}
+    own: dict[str, Any] = {}
+    if "image" not in service:
+        text = (context[0] / context[1]).read_bytes().decode(errors="replace")
+        bases = {base: local_id(base) for base in aliased(text, {})[1]}
+        own["image"] = image_tag(name, context_digest(context[0], bases, text))
+    if build_network is not None:
+        own["build"] = {"context": str(context[0]), "network": build_network}
+    return own
 
 
 def main_container(client: Any, project: str) -> Any:
