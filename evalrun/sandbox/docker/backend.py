@@ -42,14 +42,18 @@ names one), its own `cpus`, `memory_mb` and `storage_mb` (replacing the configur
 `memory` and `disk_mb`), variables every command sees, and the user commands run as (a name or
 uid in the image; the verifier may run as another, `exec(..., user=...)`). An agent's install
 (`add_read_only`) is a derived layer under every one of these images alike (`sample_image`).
+A task that brings a compose file (`compose_file`) runs as a compose project of its own
+(`evalrun.sandbox.docker.compose`): its `main` container, hardened as above but for the read-only
+/proc, is the sample's `DockerSandbox`; the sidecars share the project's network (internal when
+the task must have no network).
 
 Every container carries the label `evalrun=1` and its owner (`<host>:<pid>` plus the process's
 start time) and is removed when its sample ends, also on cancellation and Ctrl-C; a second Ctrl-C
-removes the open ones before exiting (`abandon`). Containers left by a process that was killed
-outright (SIGKILL) are removed by the next `preflight()` on the same host;
-`scripts/docker-cleanup.sh` removes them all. Blocking SDK calls run in threads; an exec's output
-stream gets a thread of its own so that many long commands cannot starve the default pool the
-killer needs.
+removes the open ones before exiting (`abandon`). Containers - and a compose project's networks
+and volumes - left by a process that was killed outright (SIGKILL) are removed by the next
+`preflight()` on the same host; `scripts/docker-cleanup.sh` removes them all. Blocking SDK
+calls run in threads; an exec's output stream gets a thread of its own so that many long
+commands cannot starve the default pool the killer needs.
 """
 
 from __future__ import annotations
