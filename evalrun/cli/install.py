@@ -9,9 +9,11 @@ a wheel install can set up `sandbox=docker` without a checkout.
 
 from __future__ import annotations
 
+import os
 import platform
 import re
 import subprocess
+import sys
 from importlib import metadata
 
 from evalrun.bundled import SCRIPTS_DIR
@@ -66,8 +68,10 @@ def version_text() -> str:
 
 
 def run_script(name: str, args: list[str]) -> int:
-    """Run one of the bundled set-up scripts with `args`; its exit code."""
+    """Run one of the bundled set-up scripts with `args`; its exit code. A script that needs
+    pip gets this Python as `EVALRUN_PYTHON`."""
     script = SCRIPTS_DIR / name
     if not script.is_file():
         raise UsageError(f"{script} is missing from this evalrun install")
-    return subprocess.call(["bash", str(script), *args])
+    env = {**os.environ, "EVALRUN_PYTHON": sys.executable}
+    return subprocess.call(["bash", str(script), *args], env=env)

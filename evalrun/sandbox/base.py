@@ -201,6 +201,9 @@ class SandboxSpec:
     network is `allowlist` may reach only `allowed_hosts` (the agent's phase) or
     `verifier_allowed_hosts` (the verifier's, None: the same) - `hosts` gives both: hostnames,
     `*.suffix` patterns, IP addresses and CIDR ranges, as Harbor's `allowed_hosts`.
+    `compose_file`: a compose file of further containers the sample runs with (Harbor's
+    environment/docker-compose.yaml): its service `main` is the sandbox, built from `image`,
+    and the others reach it - and it them - by service name (None: one container).
     """
 
     image: TaskImage | None = None
@@ -215,6 +218,7 @@ class SandboxSpec:
     gpus: int | None = None
     env: tuple[tuple[str, str], ...] = field(default=())
     user: str | None = None
+    compose_file: Path | None = None
 
     @property
     def is_default(self) -> bool:
@@ -242,14 +246,20 @@ class SandboxSpec:
 DEFAULT_SPEC = SandboxSpec()
 
 
-def no_gpus(spec: SandboxSpec, backend: str) -> str | None:
-    """Why a backend without GPUs cannot host `spec` (None: it asks for none)."""
-    if not spec.gpus:
-        return None
-    return (
-        f"needs {spec.gpus} GPU(s); sandbox={backend} has none (sandbox=docker gives them on "
-        "a host whose engine has a GPU runtime)"
-    )
+def needs_docker(spec: SandboxSpec, backend: str) -> str | None:
+    """Why a backend other than docker cannot host `spec`: GPUs, or several containers (None:
+    it asks for neither)."""
+    if spec.gpus:
+        return (
+            f"needs {spec.gpus} GPU(s); sandbox={backend} has none (sandbox=docker gives them on "
+            "a host whose engine has a GPU runtime)"
+        )
+    if spec.compose_file is not None:
+        return (
+            f"needs several containers (environment/{spec.compose_file.name}); "
+            f"sandbox={backend} runs one (use sandbox=docker)"
+        )
+    return None
 
 
 class SandboxBackend(Protocol):

@@ -39,7 +39,7 @@ from evalrun.sandbox.base import (
     ExecResult,
     Network,
     SandboxSpec,
-    no_gpus,
+    needs_docker,
     sandbox_env,
 )
 from evalrun.sandbox.common import hostfs
@@ -229,7 +229,7 @@ class LocalBackend:
         return prefix
 
     def cannot_host(self, spec: SandboxSpec) -> str | None:
-        if reason := no_gpus(spec, self.name):
+        if reason := needs_docker(spec, self.name):
             return reason
         if spec.image is not None:
             return (

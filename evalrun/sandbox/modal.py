@@ -85,7 +85,7 @@ from evalrun.sandbox.base import (
     ExecResult,
     Network,
     SandboxSpec,
-    no_gpus,
+    needs_docker,
     sandbox_env,
 )
 from evalrun.sandbox.common.clear import clear_argv, clear_notes
@@ -444,7 +444,7 @@ class ModalBackend:
         return self._app
 
     def cannot_host(self, spec: SandboxSpec) -> str | None:
-        if reason := no_gpus(spec, self.name):
+        if reason := needs_docker(spec, self.name):
             return reason
         if spec.image is not None:
             return (

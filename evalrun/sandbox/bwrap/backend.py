@@ -94,7 +94,7 @@ from evalrun.sandbox.base import (
     Network,
     SandboxSpec,
     bad_workdir,
-    no_gpus,
+    needs_docker,
     sandbox_env,
 )
 from evalrun.sandbox.bwrap import cgroup
@@ -606,7 +606,7 @@ class BwrapBackend:
         return HOST_UID_BASE + next(self._uids) % HOST_UID_SPAN if self._as_root else None
 
     def cannot_host(self, spec: SandboxSpec) -> str | None:
-        if reason := no_gpus(spec, self.name):
+        if reason := needs_docker(spec, self.name):
             return reason
         if spec.image is not None:
             return (

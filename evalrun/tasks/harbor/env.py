@@ -15,6 +15,8 @@ per-phase `[agent]` / `[verifier]` tables (and each `[[steps]]`' own).
 - **A separate verifier** (`separate_verifier`: `[verifier] environment_mode = "separate"`, or
   a `[verifier.environment]`): the sandbox it runs in (its image by Harbor's precedence), the
   `[[verifier.collect]]` commands run in the agent's sandbox first, and the artifacts it gets.
+- **Several containers** (`environment/docker-compose.yaml` or `.yml`): `compose_file`, run as a
+  compose project with `main` as the sandbox where the backend can (docker).
 - **Workspace path** (`workdir`), **CPU, memory and disk** (`cpus`, `memory_mb` / `memory`,
   `storage_mb` / `storage`: limits where the backend enforces them, `SandboxBackend.task_limits`),
   **variables every command sees** (`[environment.env]`), **the agent's user** (`[agent] user`)
@@ -22,8 +24,8 @@ per-phase `[agent]` / `[verifier]` tables (and each `[[steps]]`' own).
 - **GPUs** (`gpus`): docker gives them through the engine's device requests where it has a GPU
   runtime; every other backend skips such a task with the reason.
 - **Features evalrun cannot provide** (`unsupported`): TPUs, Windows containers, MCP
-  servers, several containers (docker-compose.yaml, or a separate verifier's collect command or
-  artifact in a service besides `main`), a separate verifier in a multi-step task.
+  servers, a separate verifier of several containers (tests/docker-compose.yaml, or a collect
+  command or artifact in a service besides `main`), a separate verifier in a multi-step task.
 """
 
 from __future__ import annotations
@@ -114,9 +116,6 @@ def unsupported(config: HarborToml, environment_dir: Path, tests_dir: Path) -> l
         names = ", ".join(str(s.get("name", "?")) for s in env.mcp_servers)
         problems.append(f"MCP servers ([environment] mcp_servers: {names})")
     problems += _separate_unsupported(config)
-    for name in ("docker-compose.yaml", "docker-compose.yml"):
-        if (environment_dir / name).is_file():
-            problems.append(f"several containers (environment/{name})")
     if config.verifier.separate and (tests_dir / "docker-compose.yaml").is_file():
         problems.append("several containers for the separate verifier (tests/docker-compose.yaml)")
     users = {s.agent.user for s in config.steps or () if s.agent.user is not None}
@@ -165,7 +164,16 @@ def sandbox_spec(
         verifier_network=verifier[0] if verifier[0] is not agent[0] else None,
         verifier_allowed_hosts=verifier[1] if verifier[1] != agent[1] else None,
         user=config.agent.user,
+        compose_file=compose_file(environment_dir),
     )
+
+
+def compose_file(environment_dir: Path) -> Path | None:
+    """The task's compose file (Harbor reads docker-compose.yaml; .yml is taken too)."""
+    for name in ("docker-compose.yaml", "docker-compose.yml"):
+        if (environment_dir / name).is_file():
+            return environment_dir / name
+    return None
 
 
 def separate_verifier(
@@ -187,7 +195,7 @@ def separate_verifier(
     _, network, _ = sample_networks(config)
     if table is None:
         spec = replace(agent, image=image, network=network[0], allowed_hosts=network[1])
-        spec = replace(spec, verifier_network=None, verifier_allowed_hosts=None)
+        spec = replace(spec, verifier_network=None, verifier_allowed_hosts=None, compose_file=None)
     else:
         if phase_network(config.verifier) is Network.unspecified:
             own = phase_policy(table)
