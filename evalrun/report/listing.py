@@ -1,49 +1,77 @@
-"""`evalrun ls`: the runs under a folder, newest first, from each run directory's small files.
+"""The runs under a folder, newest first, each read from its small files: `evalrun ls` prints
+them as a table, `evalrun view` lists them on its index page.
 
 Each run is opened with `evalrun.rundir.log.RunLog` (plan.json, config.yaml and summary.json are
-read
-whole); of samples.jsonl only each line's cell (task, fingerprint, trial) is parsed, for the run's
-state (`RunLog.state`): complete, or partial N/M with the missing cells - true even while a run
-or resume is writing it. Multirun jobs (`runs/multirun/<stamp>/<n>/`) are found by walking down
-a few levels (`evalrun.rundir.log.find_run_dirs`); a run directory is not searched further.
+read whole). samples.jsonl is read only as far as needed: its first line (when the run started),
+and - only when nothing newer than summary.json tells the state (a run still being written, or
+one that stopped without a summary) - each line's cell, for `RunLog.current_state`: complete, or
+partial N/M with the missing cells. Multirun jobs (`runs/multirun/<stamp>/<n>/`) are found by
+walking down a few levels (`evalrun.rundir.log.find_run_dirs`); a run directory is not searched
+further.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from enum import StrEnum
 from pathlib import Path
 
 from rich.table import Table
 from rich.text import Text
 
 from evalrun.errors import UsageError
+from evalrun.models.summary import PASS_AT, Estimate, Summary
 from evalrun.rundir.log import RunLog, find_run_dirs
 from evalrun.rundir.store import current_writer
+
+
+class Progress(StrEnum):
+    """Where a run stands: every planned cell recorded, some missing, or a live writer on it."""
+
+    complete = "complete"
+    partial = "partial"
+    running = "running"
+    unreadable = "unreadable"
 
 
 @dataclass(frozen=True)
 class RunRow:
     run_dir: Path
     when: float  # when summary.json was written (the run finished), else the last write
-    agent: str
+    agent: str  # the option chosen, with its model: `coder (gpt-4o-mini)`
     sandbox: str
     tasks: int
     trials: int
     pass_at_1: float | None
     cost_usd: float | None
     status: str  # "complete", "partial 3/12 (missing cells: ...)", or why it could not be read
+    progress: Progress = Progress.unreadable
+    agent_option: str = "?"
+    model: str | None = None
+    provider: str | None = None
+    suite: str = "?"  # the tasks folder's name (probes: the probes folder's)
+    started: float | None = None
+    summary: Summary | None = None  # summary.json as written (None: the run has not ended)
+
+    @property
+    def pass_at_1_interval(self) -> Estimate | None:
+        return self.summary.overall.interval(PASS_AT, 1) if self.summary else None
 
 
 def read_row(run_dir: Path) -> RunRow:
     try:
         run = RunLog.open(run_dir)
-        status = run.state().describe(shown=3)
-    except UsageError as exc:
+        state = run.current_state()
+        started = run.started_at
+    except (UsageError, OSError) as exc:
         return RunRow(run_dir, 0.0, "?", "?", 0, 0, None, None, f"unreadable: {exc}")
+    status = state.describe(shown=3)
+    progress = Progress.complete if state.complete else Progress.partial
     writer = current_writer(run_dir)
     if writer is not None:
         status += f" - being written by pid {writer.pid} ({writer.what})"
+        progress = Progress.running
     summary = run.saved_summary
     return RunRow(
         run_dir=run_dir,
@@ -55,6 +83,13 @@ def read_row(run_dir: Path) -> RunRow:
         pass_at_1=summary.overall.pass_at.get(1) if summary else None,
         cost_usd=summary.cost.total_usd if summary else None,
         status=status,
+        progress=progress,
+        agent_option=run.agent_option,
+        model=run.model,
+        provider=run.provider,
+        suite=Path(run.plan.tasks_dir).name or run.plan.tasks_dir,
+        started=started,
+        summary=summary,
     )
 
 
