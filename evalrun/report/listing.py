@@ -12,7 +12,7 @@ further.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
@@ -23,7 +23,14 @@ from rich.text import Text
 from evalrun.errors import UsageError
 from evalrun.models.summary import PASS_AT, Estimate, Summary
 from evalrun.rundir.log import RunLog, find_run_dirs
-from evalrun.rundir.store import current_writer
+from evalrun.rundir.store import (
+    CONFIG_FILE,
+    OVERRIDES_FILE,
+    PLAN_FILE,
+    SAMPLES_FILE,
+    SUMMARY_FILE,
+    current_writer,
+)
 
 
 class Progress(StrEnum):
@@ -60,18 +67,18 @@ class RunRow:
 
 
 def read_row(run_dir: Path) -> RunRow:
+    """One run as the list shows it, with a live writer (if any) named in its state."""
+    return with_writer(read_files(run_dir))
+
+
+def read_files(run_dir: Path) -> RunRow:
+    """One run from its files alone (`with_writer` adds who is writing it now)."""
     try:
         run = RunLog.open(run_dir)
         state = run.current_state()
         started = run.started_at
     except (UsageError, OSError) as exc:
         return RunRow(run_dir, 0.0, "?", "?", 0, 0, None, None, f"unreadable: {exc}")
-    status = state.describe(shown=3)
-    progress = Progress.complete if state.complete else Progress.partial
-    writer = current_writer(run_dir)
-    if writer is not None:
-        status += f" - being written by pid {writer.pid} ({writer.what})"
-        progress = Progress.running
     summary = run.saved_summary
     return RunRow(
         run_dir=run_dir,
@@ -82,8 +89,8 @@ def read_row(run_dir: Path) -> RunRow:
         trials=run.plan.trials,
         pass_at_1=summary.overall.pass_at.get(1) if summary else None,
         cost_usd=summary.cost.total_usd if summary else None,
-        status=status,
-        progress=progress,
+        status=state.describe(shown=3),
+        progress=Progress.complete if state.complete else Progress.partial,
         agent_option=run.agent_option,
         model=run.model,
         provider=run.provider,
@@ -93,12 +100,53 @@ def read_row(run_dir: Path) -> RunRow:
     )
 
 
-def list_runs(root: Path) -> list[RunRow]:
-    """Every run directory under `root` (or `root` itself), newest first."""
+def with_writer(row: RunRow) -> RunRow:
+    """`row` marked running, its state naming the process, while a live process writes it."""
+    writer = current_writer(row.run_dir)
+    if writer is None or row.progress is Progress.unreadable:
+        return row
+    status = f"{row.status} - being written by pid {writer.pid} ({writer.what})"
+    return replace(row, status=status, progress=Progress.running)
+
+
+class RowCache:
+    """Rows already read, kept while their run's files are unchanged: `evalrun view` lists the
+    same runs on every page load, and re-reads only a run whose files changed (a run still
+    writing, a resume, a new run). Whether a live process writes a run is checked every time."""
+
+    def __init__(self) -> None:
+        self._rows: dict[Path, tuple[tuple[tuple[int, int] | None, ...], RunRow]] = {}
+
+    def read(self, run_dir: Path) -> RunRow:
+        seen = tuple(_stamp(run_dir / name) for name in RUN_FILES)
+        kept = self._rows.get(run_dir)
+        if kept is not None and kept[0] == seen:
+            return with_writer(kept[1])
+        row = read_files(run_dir)
+        self._rows[run_dir] = (seen, row)
+        return with_writer(row)
+
+
+RUN_FILES = (CONFIG_FILE, OVERRIDES_FILE, PLAN_FILE, SAMPLES_FILE, SUMMARY_FILE)
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    """A file's modification time and size: it changed when either did."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
+def list_runs(root: Path, cache: RowCache | None = None) -> list[RunRow]:
+    """Every run directory under `root` (or `root` itself), newest first; `cache`: rows read
+    before, reused while their files are unchanged."""
     root = Path(root)
     if not root.is_dir():
         raise UsageError(f"{root}: no such directory (expected a folder of runs, e.g. runs/)")
-    rows = [read_row(d) for d in find_run_dirs(root)]
+    read = cache.read if cache is not None else read_row
+    rows = [read(d) for d in find_run_dirs(root)]
     return sorted(rows, key=lambda r: r.when, reverse=True)
 
 

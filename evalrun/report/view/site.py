@@ -24,7 +24,7 @@ from evalrun.analysis.diff import diff_runs
 from evalrun.errors import UsageError
 from evalrun.report.diff_html import render_diff_html
 from evalrun.report.html import run_html
-from evalrun.report.listing import RunRow, list_runs
+from evalrun.report.listing import RowCache, RunRow, list_runs
 from evalrun.report.page import render
 from evalrun.report.rundata import load_run
 from evalrun.report.view.index import INDEX_FILE, RUNS_PREFIX, index_html, report_href, run_key
@@ -64,10 +64,12 @@ class Site:
     def __init__(self, root: Path):
         self.root = Path(root)
         self._dirs: dict[str, Path] = {}
+        self._cache = RowCache()
 
     def rows(self) -> list[RunRow]:
-        """Every run under the root, newest first (`list_runs`); remembers their keys."""
-        rows = list_runs(self.root)
+        """Every run under the root, newest first (`list_runs`; a run whose files did not
+        change since the last listing is not read again); remembers their keys."""
+        rows = list_runs(self.root, self._cache)
         self._dirs = {run_key(self.root, r.run_dir): r.run_dir for r in rows}
         return rows
 
