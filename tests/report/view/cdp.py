@@ -135,6 +135,14 @@ class Browser:
             raise RuntimeError(f"{expression}: {result['exceptionDetails']}")
         return result["result"].get("value")
 
+    def wait_until(self, expression: str, timeout_s: float = 10.0) -> Any:
+        """`expression`'s value once it is truthy (what a click started may finish a moment
+        later: a hashchange handler); its last value when `timeout_s` passes first."""
+        deadline = time.monotonic() + timeout_s
+        while not (value := self.js(expression)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return value
+
     def click(self, selector: str, *, navigates: bool = False) -> None:
         """A real mouse click (press and release) at the middle of the element `selector`."""
         box = self.js(
@@ -160,12 +168,19 @@ class Browser:
             self.wait_for("Page.loadEventFired")
 
     def screenshot(self, path: Path) -> bytes:
-        """The whole page as a PNG at `path`."""
-        data = base64.b64decode(
-            self.call(
-                "Page.captureScreenshot", session=True, format="png", captureBeyondViewport=True
-            )["data"]
+        """The whole page (not only the window) as a PNG at `path`, scrolled to its top so
+        sticky bars sit where they belong."""
+        self.js("window.scrollTo(0, 0)")
+        size = self.call("Page.getLayoutMetrics", session=True)["cssContentSize"]
+        clip = {"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1}
+        shot = self.call(
+            "Page.captureScreenshot",
+            session=True,
+            format="png",
+            clip=clip,
+            captureBeyondViewport=True,
         )
+        data = base64.b64decode(shot["data"])
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
         return data

@@ -6,7 +6,6 @@ newest first, is hostile, bwrap, noop, oracle."""
 
 from __future__ import annotations
 
-import io
 import os
 import shutil
 import time
@@ -14,10 +13,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from rich.console import Console
 
-from evalrun.cli.hydra import compose_config
-from evalrun.run.runner import run
+from tests.cli.test_main import evalrun
 from tests.conftest import require_engine
 
 IDS = "ids=[001-fizzbuzz-off-by-one,002-factorial-missing-return]"
@@ -28,9 +25,9 @@ RUNS = ("20260101-100000-oracle", "20260101-110000-noop", "20260101-120000-bwrap
 
 
 def real_run(run_dir: Path, *overrides: str) -> Path:
-    args = [f"run_dir='{run_dir}'", "concurrency=2", "max_retries=0", *overrides]
-    code = run(compose_config(args), Console(file=io.StringIO(), width=160), overrides=args)
-    assert code in (0, 1), code  # 1: a run with failures (noop, the hostile task)
+    """A run as a user starts one: the `evalrun` command."""
+    proc = evalrun(f"run_dir='{run_dir}'", "concurrency=2", "max_retries=0", *overrides)
+    assert (run_dir / "summary.json").is_file(), proc.stderr
     return run_dir
 
 

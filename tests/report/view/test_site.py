@@ -119,4 +119,4 @@ def test_view_says_what_is_wrong_with_its_arguments(tmp_path):
     assert "nowhere: no such directory (expected a folder of runs, e.g. runs/)" in missing.stderr
     port = evalrun("view", str(tmp_path), "--port", "70000")
     assert port.returncode == 2 and "--port: expected 0-65535, got 70000" in port.stderr
-    assert "evalrun view [runs_dir]" in evalrun("--help").stdout
+    assert "evalrun view [runs_dir]   " in evalrun("--help").stdout
