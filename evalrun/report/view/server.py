@@ -1,9 +1,11 @@
 """The localhost server of `evalrun view`: the site's pages over HTTP (stdlib
 `ThreadingHTTPServer`), each built when asked, so a page is as fresh as the run's files.
 
-It listens on 127.0.0.1 only. HTML pages carry the same Content-Security-Policy as their
-<meta> tag; a sample's log file is sent as plain text with `nosniff`, so output an agent wrote
-is never run as a page.
+It listens on 127.0.0.1 only, and answers only requests addressed to it by that name or
+`localhost` (a page elsewhere that points its own host name at 127.0.0.1 - DNS rebinding - gets
+403, not the runs). HTML pages carry the same Content-Security-Policy as their <meta> tag; a
+sample's log file is sent as plain text with `nosniff`, so output an agent wrote is never run
+as a page.
 """
 
 from __future__ import annotations
@@ -64,7 +66,12 @@ class _Handler(BaseHTTPRequestHandler):
     server: ViewServer
 
     def do_GET(self) -> None:
-        status, page = answer(self.server.site, self.path)
+        port = self.server.server_address[1]
+        if self.headers.get("Host") not in (f"{HOST}:{port}", f"localhost:{port}"):
+            status = HTTPStatus.FORBIDDEN
+            page = html_page(message_html("forbidden", "evalrun view answers only localhost", "/"))
+        else:
+            status, page = answer(self.server.site, self.path)
         self.send_response(status)
         self.send_header("Content-Type", page.content_type)
         self.send_header("Content-Length", str(len(page.body)))

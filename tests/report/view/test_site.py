@@ -77,6 +77,24 @@ def test_only_listed_runs_and_their_sample_files_are_served(runs, server):
     )
 
 
+def test_a_request_for_another_host_name_is_refused(server):
+    """DNS rebinding: a page on another host name resolved to 127.0.0.1 reads no run."""
+    request = urllib.request.Request(server.url, headers={"Host": "attacker.example"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request)
+    assert refused.value.code == 403
+    assert RUNS[0] not in refused.value.read().decode()
+    local = server.url.replace("127.0.0.1", "localhost")
+    assert get(local)[0] == 200
+
+
+def test_a_port_in_use_is_one_line_naming_it(server, runs):
+    port = server.server_address[1]
+    proc = evalrun("view", str(runs), "--port", str(port))
+    assert proc.returncode == 2
+    assert proc.stderr.strip().startswith(f"error: --port {port}: cannot listen on it (")
+
+
 def test_a_run_that_started_after_the_index_was_built_is_found(runs, server):
     get(server.url)
     (runs / RUNS[0]).rename(runs / "later")
