@@ -57,7 +57,7 @@ class RunRow:
     agent_option: str = "?"
     model: str | None = None
     provider: str | None = None
-    suite: str = "?"  # the tasks folder's name (probes: the probes folder's)
+    suite_name: str = "?"  # the tasks folder's name (probes: the probes folder's)
     started: float | None = None
     summary: Summary | None = None  # summary.json as written (None: the run has not ended)
 
@@ -94,7 +94,7 @@ def read_files(run_dir: Path) -> RunRow:
         agent_option=run.agent_option,
         model=run.model,
         provider=run.provider,
-        suite=Path(run.plan.tasks_dir).name or run.plan.tasks_dir,
+        suite_name=Path(run.plan.tasks_dir).name or run.plan.tasks_dir,
         started=started,
         summary=summary,
     )

@@ -96,7 +96,7 @@ def entry(root: Path, row: RunRow) -> IndexEntry:
         model=row.model,
         provider=row.provider,
         sandbox=row.sandbox,
-        suite=row.suite,
+        suite=row.suite_name,
         tasks=row.tasks,
         trials=row.trials,
         pass_at_1=row.pass_at_1,
@@ -158,7 +158,7 @@ def trend_points(
         if est is not None:
             low, high = est.low, est.high
         label = f"{key} · {row.agent}"
-        series.setdefault(row.suite, []).append(TrendPoint(x, value, label, low, high))
+        series.setdefault(row.suite_name, []).append(TrendPoint(x, value, label, low, high))
     return list(series.items())
 
 

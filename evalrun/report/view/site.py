@@ -156,9 +156,9 @@ def previous_pairs(root: Path, rows: list[RunRow]) -> list[tuple[str, str]]:
     pairs = []
     for row in ended:
         key = run_key(root, row.run_dir)
-        if row.suite in last:
-            pairs.append((last[row.suite], key))
-        last[row.suite] = key
+        if row.suite_name in last:
+            pairs.append((last[row.suite_name], key))
+        last[row.suite_name] = key
     return pairs
 
 
