@@ -4,7 +4,8 @@ The command is started as a user starts it, on a folder of real runs (the bundle
 agent=oracle and agent=noop on sandbox=local and agent=oracle on sandbox=bwrap, and a hostile
 suite); the browser loads its index over HTTP, picks two runs with the mouse, opens their diff,
 drills into a run's report and one sample, and the page logs nothing on the way (no script
-error, no load the CSP blocked). Markup the runs carry never becomes an element. Screenshots
+error, no load the CSP blocked). Markup the runs carry never becomes an element. The --static
+copy works from disk the same way, for the pairs it holds. Screenshots
 of the three pages are written to artifacts/view-*.png (kept in the repository: the README
 shows them).
 """
@@ -19,6 +20,7 @@ import sys
 
 import pytest
 
+from evalrun.report.view.site import Site
 from tests.conftest import REPO
 from tests.report.view.cdp import Browser
 from tests.report.view.conftest import RUNS
@@ -140,4 +142,27 @@ def test_markup_a_run_carries_stays_text_in_the_browser(view_url, browser):
     why = browser.js("document.querySelector('#s-0-0 .why pre').textContent")
     assert why.startswith("FAIL: </pre></script><script>window.pwned=2</script><img")
     no_injection(browser)
+    assert browser.logged == []
+
+
+def test_the_static_copy_opens_from_disk_with_each_runs_diff_with_the_previous(runs, browser):
+    oracle, noop, bwrap, _ = RUNS
+    out = runs.parent / "site"
+    Site(runs).write_static(out)
+    browser.open((out / "index.html").as_uri())
+    browser.click(f"tr[data-key='{oracle}'] input.pick")
+    browser.click(f"tr[data-key='{bwrap}'] input.pick")
+    note = browser.js("document.getElementById('compare-note').textContent")
+    assert note.endswith(f"for these two: evalrun diff {oracle} {bwrap} --html diff.html")
+    assert browser.js("document.getElementById('open-diff').disabled") is True
+    browser.click(f"tr[data-key='{oracle}'] input.pick")  # untick: noop and bwrap are adjacent
+    browser.click(f"tr[data-key='{noop}'] input.pick")
+    browser.click("#open-diff", navigates=True)
+    assert browser.js("location.pathname").endswith("/site/diffs/1.html")
+    assert browser.js("document.getElementById('verdict').textContent").startswith(
+        "pass@1 0.00 → 1.00"
+    )
+    browser.click("table.taskdiff tbody tr a", navigates=True)
+    assert browser.js("location.pathname").endswith(f"/site/runs/{noop}/report.html")
+    assert browser.js("document.getElementById('t-0').open") is True
     assert browser.logged == []
