@@ -25,6 +25,7 @@ from evalrun.cli.commands import (
     runs,
     scaffold,
     setup,
+    view,
 )
 from evalrun.cli.hydra import expand_resume, open_mapping_overrides, quote_references, run_hydra
 from evalrun.cli.usage import print_error
@@ -39,6 +40,7 @@ COMMANDS: dict[str, Callable[[list[str], Console], int]] = {
     "ls": runs.ls_command,
     "show": runs.show_command,
     "report": runs.report_command,
+    "view": view.view_command,
     "gate": gate.gate_command,
     "diff": diff.diff_command,
     "power": power.power_command,

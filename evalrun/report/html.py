@@ -185,7 +185,8 @@ def task_view(run: RunFiles, index: int, stats: TaskStats) -> dict[str, Any]:
     }
 
 
-def run_html(run: RunFiles) -> str:
+def run_html(run: RunFiles, home: str | None = None) -> str:
+    """The run's page; `home`: a link back to the page listing it (`evalrun view`)."""
     s = run.summary
     kmax = max(s.ks)
     o = s.overall
@@ -239,6 +240,7 @@ def run_html(run: RunFiles) -> str:
         overrides=" ".join(run.overrides) or "(none)",
         config_text=capped(run.config_text),
         fingerprints=[(t.id, t.fingerprint) for t in run.plan.tasks],
+        home=home,
     )
 
 
