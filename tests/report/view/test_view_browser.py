@@ -5,9 +5,10 @@ agent=oracle and agent=noop on sandbox=local and agent=oracle on sandbox=bwrap, 
 suite); the browser loads its index over HTTP, picks two runs with the mouse, opens their diff,
 drills into a run's report and one sample, and the page logs nothing on the way (no script
 error, no load the CSP blocked). Markup the runs carry never becomes an element. The --static
-copy works from disk the same way, for the pairs it holds. Screenshots
-of the three pages are written to artifacts/view-*.png (kept in the repository: the README
-shows them).
+copy works from disk the same way, for the pairs it holds. Screenshots of the three pages are
+taken every time; with EVALRUN_UPDATE_SCREENSHOTS=1 they replace artifacts/view-*.png (kept in
+the repository: the README shows them), else they go to the test's temporary folder, so a test
+run leaves the repository unchanged.
 """
 
 from __future__ import annotations
@@ -27,8 +28,13 @@ from tests.report.view.conftest import RUNS
 
 pytestmark = pytest.mark.browser
 
-ARTIFACTS = REPO / "artifacts"
 PNG = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture
+def shots(tmp_path):
+    """Where the screenshots go: artifacts/ when asked to refresh them, else a temp folder."""
+    return REPO / "artifacts" if os.environ.get("EVALRUN_UPDATE_SCREENSHOTS") == "1" else tmp_path
 
 
 @pytest.fixture
@@ -76,7 +82,7 @@ def choose_metric(browser: Browser, name: str) -> None:
     )
 
 
-def test_runs_listed_two_picked_open_their_diff_and_a_run_and_sample_open(view_url, browser):
+def test_runs_listed_two_picked_open_their_diff_and_a_run_and_sample_open(view_url, browser, shots):
     oracle, noop, bwrap, hostile = RUNS
     browser.open(view_url)
     assert rows(browser) == [hostile, bwrap, noop, oracle]  # newest first
@@ -101,7 +107,7 @@ def test_runs_listed_two_picked_open_their_diff_and_a_run_and_sample_open(view_u
         f"a {oracle} → b {noop}"
     )
     assert browser.js("document.getElementById('open-diff').disabled") is False
-    assert browser.screenshot(ARTIFACTS / "view-index.png").startswith(PNG)
+    assert browser.screenshot(shots / "view-index.png").startswith(PNG)
 
     browser.click("#open-diff", navigates=True)
     assert browser.js("location.pathname + location.search") == f"/diff.html?a={oracle}&b={noop}"
@@ -109,7 +115,7 @@ def test_runs_listed_two_picked_open_their_diff_and_a_run_and_sample_open(view_u
         "pass@1 1.00 → 0.00 (-1.00"
     )
     assert browser.js("document.querySelectorAll('table.taskdiff tbody tr').length") == 2
-    assert browser.screenshot(ARTIFACTS / "view-diff.png").startswith(PNG)
+    assert browser.screenshot(shots / "view-diff.png").startswith(PNG)
 
     # back to every run, then into the bwrap run's report and one of its samples
     browser.click(".home a", navigates=True)
@@ -122,7 +128,7 @@ def test_runs_listed_two_picked_open_their_diff_and_a_run_and_sample_open(view_u
     assert "002-factorial-missing-return" in browser.js(
         "document.querySelector('#t-1 > summary').innerText"
     )
-    assert browser.screenshot(ARTIFACTS / "view-run.png").startswith(PNG)
+    assert browser.screenshot(shots / "view-run.png").startswith(PNG)
     assert browser.logged == []
 
 
