@@ -92,9 +92,9 @@ class Usage(BaseModel):
 
 
 class ModelCall(BaseModel):
-    """One model request of a sample as evalrun's gateway metered it (the CLI presets): its
-    model, tokens (`input_tokens` with cached ones), cost (None: unpriced) and the ids of the
-    tool calls its response asked for."""
+    """One model request of a sample as it was counted - by evalrun's gateway (the CLI
+    presets) or by pydantic-ai (`coder`): its model, tokens (`input_tokens` with cached ones),
+    cost (None: unpriced) and the ids of the tool calls its response asked for."""
 
     model: str | None = None
     input_tokens: int = 0
@@ -103,6 +103,7 @@ class ModelCall(BaseModel):
     cache_write_tokens: int = 0
     cost_usd: float | None = None
     tool_call_ids: list[str] = Field(default_factory=list)
+    counted_by: str = "evalrun's gateway"
 
 
 class AgentResult(BaseModel):
@@ -118,7 +119,7 @@ class AgentResult(BaseModel):
     stderr: str = ""
     """What the agent's process wrote to stderr, its tail (command agents), whatever its exit."""
     model_calls: list[ModelCall] = Field(default_factory=list)
-    """Each model request as the gateway metered it, in order (empty: no gateway)."""
+    """Each model request as it was counted, in order (empty: not counted one by one)."""
     atif: dict[str, Any] | None = None
     """The trajectory the agent wrote itself in ATIF (`evalrun.models.atif`), validated when it
     was read; the sample's trajectory.json is made from it (`evalrun.rundir.trajectory`)."""
