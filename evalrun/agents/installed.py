@@ -21,7 +21,9 @@ plus one YAML in conf/agent/ (`_target_` and the pinned `version`). Everything e
 - `run(task, sandbox)`: a socket of the sample's own on the gateway; a scratch folder with the
   prompt, the forwarder and a launcher; the launcher starts the forwarder and runs the command
   with the gateway's loopback URL in `$EVALRUN_GATEWAY_URL`; the agent log is converted; usage
-  and cost are the gateway's meter for this sample, never the agent's own report.
+  and cost are the gateway's meter for this sample, never the agent's own report. An ATIF
+  trajectory the CLI wrote itself (`$EVALRUN_ATIF_FILE`, or Harbor's /logs/agent/trajectory.json:
+  `evalrun.agents.atif_files`) is kept for the sample's trajectory.json.
 - Outcomes: a missing CLI, a forwarder or gateway failure, or a provider 429/5xx/401/403 that was
   the last thing the agent saw are `HarnessError`s (the sample is an `error`, named), never an
   agent fail. A per-sample budget refusal is kept on the sample's agent error and it is graded;
@@ -40,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalrun.agents.atif_files import ATIF_ENV, ATIF_FILE, read_agent_atif
 from evalrun.agents.base import RunScope, progress
 from evalrun.agents.command import _read_optional, _scratch_folder
 from evalrun.agents.install import Installed, Package, ensure_installed, installed
@@ -290,16 +293,19 @@ class InstalledAgent:
         try:
             head, launch = await self._start(sandbox, session, task.spec.prompt)
             command = f"{head} {shlex.quote(self.command(launch))}"
-            result = await sandbox.exec(command, env=self._env(), timeout_s=self.timeout_s)
+            env = {**self._env(), ATIF_ENV: f"{launch.scratch}/{ATIF_FILE}"}
+            result = await sandbox.exec(command, env=env, timeout_s=self.timeout_s)
             log = await _read_optional(sandbox, launch.log_file) or ""
+            own, atif_notes = await read_agent_atif(sandbox, launch.scratch, launch.prompt_file)
         except asyncio.CancelledError:
             if live is not None:
                 live.usage = session.account.usage()
+                live.model_calls = list(session.account.calls)
             raise
         finally:
             self._gateway.close(session)
         converted = self.convert(log)
-        problems = list(converted.notes)
+        problems = [*converted.notes, *atif_notes]
         if result.timed_out:
             problems.append(f"{self.name} timed out after {self.timeout_s:g}s")
         elif result.exit_code != 0:
@@ -311,7 +317,9 @@ class InstalledAgent:
             output=converted.output,
             trajectory=converted.trajectory,
             usage=session.account.usage(),
+            model_calls=list(session.account.calls),
             error="; ".join(problems) or None,
+            atif=own.to_json() if own is not None else None,
         )
         _raise_harness_failure(self.name, result.exit_code, result.stderr, session.account, done)
         return done

@@ -17,6 +17,7 @@ from evalrun.cli.commands import (
     agents,
     check,
     diff,
+    export,
     gate,
     info,
     online,
@@ -51,6 +52,7 @@ COMMANDS: dict[str, Callable[[list[str], Console], int]] = {
     "info": info.info_command,
     "online": online.online_command,
     "agents": agents.agents_command,
+    "export": export.export_command,
 }
 
 

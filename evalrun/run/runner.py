@@ -32,6 +32,7 @@ from evalrun.run.plan import (
 )
 from evalrun.rundir.redact import MIN_SCRUB_CHARS
 from evalrun.rundir.store import RunLock, RunStore, claim_new_run_dir, remove_if_unused
+from evalrun.rundir.trajectory import Session
 from evalrun.sandbox.base import SandboxBackend
 
 if TYPE_CHECKING:
@@ -231,10 +232,12 @@ def _run_samples(
             f"cancelling samples in flight ({again} at once)",
         )
 
+    session = Session.of(plan.to_plan_file(), plan.config)
     with RunProgress(len(todo), dict(Counter(t.id for t, _ in todo)), console) as progress:
 
         def on_record(record: SampleRecord) -> None:
             written = store.append(record)  # scrubbed of the run's secret values
+            store.write_trajectory(written, session)  # trajectory.json (ATIF)
             plan.tracker.record(written)
             progress.advance(written)
 

@@ -71,7 +71,11 @@ class ClaudeCode(InstalledAgent):
                 for block in blocks:
                     if isinstance(block, dict) and block.get("type") == "tool_use":
                         args = mapping(block.get("input"))
-                        step = ToolCall(name=str(block.get("name") or "tool"), args=args)
+                        step = ToolCall(
+                            name=str(block.get("name") or "tool"),
+                            args=args,
+                            call_id=str(block["id"]) if block.get("id") else None,
+                        )
                         if str(message.get("id")) not in credited:
                             credited.add(str(message.get("id")))
                             usage = mapping(message.get("usage"))

@@ -90,6 +90,7 @@ class Opencode(InstalledAgent):
                     result=result_text(state.get("output") or state.get("error")),
                     duration_s=duration,
                     error=result_text(state.get("error")) if failed else None,
+                    call_id=str(part["callID"]) if part.get("callID") else None,
                 )
                 converted.trajectory.append(step)
                 first.setdefault(str(part.get("messageID")), step)
