@@ -12,6 +12,7 @@ Placeholders, each replaced by a shell-quoted path (write `{{` / `}}` for litera
   {prompt_file}      the task's prompt, UTF-8 text               also in $EVALRUN_PROMPT_FILE
   {trajectory_file}  where the CLI MAY write its tool calls      also in $EVALRUN_TRAJECTORY_FILE
   {usage_file}       where the CLI MAY write its usage and cost  also in $EVALRUN_USAGE_FILE
+  {mcp_servers_file} the task's MCP servers (JSON, below)        also in $EVALRUN_MCP_SERVERS_FILE
   {workdir}          the workspace (also the command's working directory)
 
 The command's stdout is the agent's final answer, and the tail of its stderr is kept beside it
@@ -28,6 +29,13 @@ Usage file - one JSON object, every field optional:
    "cache_write_tokens": 0, "cost_usd": 0.0123, "model": "gpt-4o-mini"}
   `input_tokens` includes cached tokens. Without `cost_usd`, a `model` is priced from the
   price table (see `evalrun.config.pricing`); with neither, the cost stays unknown.
+
+MCP servers file - a JSON list, one object per server the task offers (empty for most tasks):
+  [{"name": "vault", "transport": "stdio", "command": "python3", "args": ["/app/server.py"],
+    "url": null}]
+  `transport` is `stdio` (start `command` with `args` in the sandbox and speak MCP over its
+  stdin/stdout), `sse` or `streamable-http` (connect to `url`). Registering them with the CLI
+  is the command's job, e.g. by turning the file into the CLI's own MCP config first.
 
 A malformed line or file is noted on the agent's error; it never fails the run.
 The sandbox environment is an allow-list: pass an API key the CLI needs with
@@ -54,16 +62,18 @@ from evalrun.models.writable import tail_text
 from evalrun.sandbox.base import Sandbox
 from evalrun.tasks.loader import Task
 
-PLACEHOLDERS = ("prompt_file", "trajectory_file", "usage_file", "workdir")
+PLACEHOLDERS = ("prompt_file", "trajectory_file", "usage_file", "mcp_servers_file", "workdir")
 ENV_NAMES = {
     "prompt_file": "EVALRUN_PROMPT_FILE",
     "trajectory_file": "EVALRUN_TRAJECTORY_FILE",
     "usage_file": "EVALRUN_USAGE_FILE",
+    "mcp_servers_file": "EVALRUN_MCP_SERVERS_FILE",
 }
 FILE_NAMES = {
     "prompt_file": "prompt.md",
     "trajectory_file": "trajectory.jsonl",
     "usage_file": "usage.json",
+    "mcp_servers_file": "mcp_servers.json",
 }
 MAX_TRAJECTORY_STEPS = 5000
 STDERR_CHARS = 8000  # the tail of the command's stderr kept on the record and in agent.log
@@ -202,6 +212,8 @@ class CommandAgent:
         folder = await _scratch_folder(sandbox)
         paths = {key: posixpath.join(folder, name) for key, name in FILE_NAMES.items()}
         await sandbox.write_file(paths["prompt_file"], task.spec.prompt)
+        servers = [s.model_dump(mode="json") for s in task.spec.mcp_servers]
+        await sandbox.write_file(paths["mcp_servers_file"], json.dumps(servers, indent=2))
         quoted = {key: shlex.quote(path) for key, path in paths.items()}
         command = self.cmd.format(**quoted, workdir=shlex.quote(sandbox.workdir))
         env = {

@@ -17,8 +17,9 @@ per-phase `[agent]` / `[verifier]` tables (and each `[[steps]]`' own).
   `storage_mb` / `storage`: limits where the backend enforces them, `SandboxBackend.task_limits`),
   **variables every command sees** (`[environment.env]`), **the agent's user** (`[agent] user`)
   and **an image of its own** (its prebuilt `docker_image`, else the Dockerfile in environment/).
-- **Features evalrun cannot provide** (`unsupported`): GPUs, TPUs, Windows containers, MCP
-  servers, several containers (docker-compose.yaml, or a separate verifier's collect command or
+- **Features evalrun cannot provide** (`unsupported`): GPUs, TPUs, Windows containers, HTTP
+  headers for an MCP server (the servers themselves are the agent's: `TaskSpec.mcp_servers`),
+  several containers (docker-compose.yaml, or a separate verifier's collect command or
   artifact in a service besides `main`), a separate verifier in a multi-step task.
 """
 
@@ -96,9 +97,12 @@ def unsupported(config: HarborToml, environment_dir: Path, tests_dir: Path) -> l
         problems.append(f"GPUs ([environment] gpus = {env.gpus})")
     if env.tpu:
         problems.append("a TPU ([environment.tpu])")
-    if env.mcp_servers:
-        names = ", ".join(str(s.get("name", "?")) for s in env.mcp_servers)
-        problems.append(f"MCP servers ([environment] mcp_servers: {names})")
+    problems += [
+        f"HTTP headers for MCP server {s.name!r} ([environment] mcp_servers: evalrun hands "
+        "an agent a server's url, not its headers)"
+        for s in env.mcp_servers
+        if s.headers
+    ]
     problems += _separate_unsupported(config)
     for name in ("docker-compose.yaml", "docker-compose.yml"):
         if (environment_dir / name).is_file():

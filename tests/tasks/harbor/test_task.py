@@ -390,13 +390,16 @@ def test_limit_counts_only_tasks_that_can_run(mixed_suite):
 
 
 def test_features_evalrun_cannot_provide_skip_the_task(tmp_path):
-    toml = "[environment]\ngpus = 1\n[[environment.mcp_servers]]\nname = 'search'\n"
+    toml = (
+        "[environment]\ngpus = 1\n[[environment.mcp_servers]]\nname = 'search'\n"
+        "url = 'http://search:8000/mcp'\nheaders = {Authorization = 'Bearer ${TOKEN}'}\n"
+    )
     harbor_task(tmp_path, "gpu-task", files={"task.toml": toml})
     harbor_task(tmp_path, "plain")
     with pytest.raises(UsageError) as err:
         plan_for(tmp_path, "ids=[gpu-task]")
     assert "GPUs ([environment] gpus = 1)" in str(err.value)
-    assert "MCP servers ([environment] mcp_servers: search)" in str(err.value)
+    assert "HTTP headers for MCP server 'search'" in str(err.value)
     assert [t.id for t in plan_for(tmp_path).tasks] == ["plain"]
 
 
