@@ -138,16 +138,16 @@ def responses_json(turn: Turn, index: int, model: str) -> dict[str, Any]:
             }
         )
     for n, (name, args) in enumerate(turn.calls):
-        output.append(
-            {
-                "type": "function_call",
-                "id": f"fc_{index}_{n}",
-                "call_id": _call_id(index, n),
-                "name": name,
-                "arguments": json.dumps(args),
-                "status": "completed",
-            }
-        )
+        namespace, _, bare = name.rpartition("/")  # "<namespace>/<tool>": a namespaced tool
+        call = {
+            "type": "function_call",
+            "id": f"fc_{index}_{n}",
+            "call_id": _call_id(index, n),
+            "name": bare,
+            "arguments": json.dumps(args),
+            "status": "completed",
+        }
+        output.append({**call, "namespace": namespace} if namespace else call)
     return {
         "id": f"resp_{index}",
         "object": "response",
