@@ -181,7 +181,9 @@ def test_opencode_starts_the_tasks_server_and_lists_its_tool_to_the_model(
 
 def test_an_agent_without_an_mcp_client_skips_the_task_with_its_reason(tmp_path, capsys):
     plan = build(
-        compose_config([f"tasks_dir={FIXTURE}", f"run_dir={tmp_path / 'run'}", "agent=coder"])
+        compose_config(
+            [f"tasks_dir={FIXTURE}", f"run_dir={tmp_path / 'run'}", "agent=coder", "sandbox=bwrap"]
+        )
     )
     assert [t.id for t in plan.tasks] == ["vault-secret"]
     with plan.agent.prepared(LocalBackend()) as scope:
