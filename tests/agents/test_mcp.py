@@ -1,8 +1,8 @@
 """A task's MCP servers reach the agents that speak MCP, in each CLI's own config, and the real
-CLIs use them: each one, driven by a stand-in model (tests/api_standins.py) inside a real
-sandbox, starts the task's stdio server there and lists its tool to the model; Claude Code,
-codex and Gemini CLI call it and pass the task. Agents without an MCP client skip such a task
-with their reason; agent=command gets the servers as a JSON file."""
+CLIs use them: Claude Code, codex, Gemini CLI and opencode, each driven by a stand-in model
+(tests/api_standins.py) inside a real sandbox, start the task's stdio server there, call its
+tool when the model asks, hand its answer back to the model and pass the task. Agents without an
+MCP client skip such a task with their reason; agent=command gets the servers as a JSON file."""
 
 from __future__ import annotations
 
@@ -114,18 +114,21 @@ CALLS = {
     ),
     "codex": ("gpt-4o-mini", "/v1", [tool("mcp__vault/read_secret", service="billing")], "mcp_tool_call"),
     "gemini_cli": ("gemini-2.5-flash", "", [tool("mcp_vault_read_secret", service="billing")], "mcp_vault_read_secret"),
+    "opencode": ("gpt-4o-mini", "/v1", [tool("vault_read_secret", service="billing")], "vault_read_secret"),
 }  # fmt: skip
 WRITE = {
     "claude_code": tool("Bash", command=f"printf {SECRET} > /app/answer.txt"),
     "codex": tool("exec_command", cmd=f"printf {SECRET} > /app/answer.txt"),
     "gemini_cli": tool("run_shell_command", command=f"printf {SECRET} > /app/answer.txt"),
+    "opencode": tool("bash", command=f"printf {SECRET} > /app/answer.txt", description="answer"),
 }
 
 
 def run_with_standin(
     agent: str, backend: str, model: str, suffix: str, turns: list[Turn], tmp_path
 ):
-    with ApiStandin(turns, model=model) as server:
+    # opencode also asks its model for a title, offering no tools: that request takes no turn
+    with ApiStandin(turns, model=model, untooled=say("Vault secret")) as server:
         done = run_eval(
             FIXTURE,
             tmp_path / "run",
@@ -161,22 +164,6 @@ def test_a_real_cli_starts_the_tasks_server_in_the_sandbox_and_calls_its_tool(
     assert SECRET in (step.result or "") and step.error is None
     # the server's answer went back to the model as the tool's result
     assert any(SECRET in json.dumps(r.body) for r in server.requests if r.method == "POST")
-
-
-@pytest.mark.parametrize("backend", backend_params(["bwrap"]))
-def test_opencode_starts_the_tasks_server_and_lists_its_tool_to_the_model(
-    backend, request, tmp_path, monkeypatch
-):
-    build_backend(backend, request)
-    monkeypatch.setenv(KEY_VAR, "sk-evalrun-test")
-    done = Turn(text="Done.", forever=True)  # opencode also asks its model for a title
-    rec, server = run_with_standin("opencode", backend, "gpt-4o-mini", "/v1", [done], tmp_path)
-    assert rec.outcome == "fail"  # it answered without the secret
-    first = next(r for r in server.requests if r.method == "POST" and "tools" in r.body)
-    tools = {t["function"]["name"]: t["function"] for t in first.body["tools"]}
-    # the name is opencode's, the description and schema are what the server listed
-    assert tools["vault_read_secret"]["description"] == "The deployment secret of a service."
-    assert tools["vault_read_secret"]["parameters"]["required"] == ["service"]
 
 
 def test_an_agent_without_an_mcp_client_skips_the_task_with_its_reason(tmp_path, capsys):
