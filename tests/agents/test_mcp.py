@@ -184,6 +184,20 @@ def test_an_agent_without_an_mcp_client_skips_the_task_with_its_reason(tmp_path,
 
 
 @pytest.mark.parametrize("backend", backend_params(["bwrap"]))
+def test_a_preset_whose_cli_has_no_mcp_client_skips_the_task_with_its_reason(
+    backend, request, tmp_path, monkeypatch
+):
+    build_backend(backend, request)
+    monkeypatch.setenv(KEY_VAR, "sk-evalrun-test")
+    with pytest.raises(UsageError) as err:  # installed and proven in a sandbox, then refused
+        run_with_standin("mini_swe_agent", backend, "gpt-4o-mini", "/v1", [], tmp_path)
+    assert str(err.value) == (
+        "agent=mini_swe_agent can run none of the selected tasks:\n  vault-secret: needs MCP "
+        "servers (vault): mini-swe-agent has no MCP client (its one tool is bash)"
+    )
+
+
+@pytest.mark.parametrize("backend", backend_params(["bwrap"]))
 def test_the_command_agent_gets_the_servers_as_a_json_file(backend, request, tmp_path):
     build_backend(backend, request)
     cmd = 'cat {mcp_servers_file}; test "$EVALRUN_MCP_SERVERS_FILE" = {mcp_servers_file}'
