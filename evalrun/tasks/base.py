@@ -20,7 +20,6 @@ carries the agent's artifacts over and calls `grade` there.
 from __future__ import annotations
 
 import os
-import shlex
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
@@ -86,12 +85,6 @@ class McpServer(BaseModel):
                 f"MCP server {self.name!r}: transport {self.transport.value!r} needs a url"
             )
         return self
-
-    def describe(self) -> str:
-        """One line: the name and how it is reached."""
-        if self.transport is McpTransport.stdio:
-            return f"{self.name} (stdio: {shlex.join([self.command or '', *self.args])})"
-        return f"{self.name} ({self.transport.value}: {self.url})"
 
 
 class TaskSpec(BaseModel):
