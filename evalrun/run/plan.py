@@ -485,14 +485,18 @@ def grouped_warnings(warnings: Sequence[str], shown: int = 3) -> list[str]:
 
 
 def without_unhostable(plan: RunPlan, scope: RunScope) -> RunPlan:
-    """The plan without the tasks the prepared agent cannot run in (`RunScope.cannot_host`:
-    e.g. a prebuilt image with no python3 for an agent preset's gateway forwarder), each
-    skipped with its reason before any sample starts; a plan with nothing left is refused."""
+    """The plan without the tasks the prepared agent cannot run (`RunScope.cannot_host`: e.g. a
+    prebuilt image with no python3 for an agent preset's gateway forwarder; `mcp_refusal`: a
+    task with MCP servers for an agent that cannot use them), each skipped with its reason
+    before any sample starts; a plan with nothing left is refused."""
     kept: list[Task] = []
     skipped: list[SkippedEntry] = []
     for task in plan.tasks:
         spec = task.format.sandbox_spec
         reason = None if spec.is_default else scope.cannot_host(spec)
+        if reason is None and scope.mcp_refusal and task.spec.mcp_servers:
+            names = ", ".join(s.name for s in task.spec.mcp_servers)
+            reason = f"needs MCP servers ({names}): {scope.mcp_refusal}"
         if reason is None:
             kept.append(task)
         else:

@@ -22,6 +22,13 @@ def test_a_good_task_loads_with_its_fields(make_task):
     assert len(task.fingerprint) == 64
 
 
+def test_a_task_may_offer_mcp_servers_to_its_agent(make_task):
+    server = {"name": "vault", "transport": "stdio", "command": "python3", "args": ["s.py"]}
+    task = load_task(make_task(spec={"mcp_servers": [server]}))
+    (loaded,) = task.spec.mcp_servers
+    assert (loaded.name, loaded.command, loaded.args) == ("vault", "python3", ("s.py",))
+
+
 @pytest.mark.parametrize(
     ("spec", "field", "words"),
     [
@@ -33,6 +40,21 @@ def test_a_good_task_loads_with_its_fields(make_task):
         ({"tags": "python"}, "tags", "valid tuple"),
         ({"judges": [{"name": "x"}]}, "judges.0.task_introduction", "Field required"),
         ({"id": "002-other"}, "id", "does not match its folder"),
+        (
+            {"mcp_servers": [{"name": "a", "transport": "stdio"}]},
+            "mcp_servers.0",
+            "needs a command",
+        ),
+        (
+            {"mcp_servers": [{"name": "a", "transport": "sse", "command": "x"}]},
+            "mcp_servers.0",
+            "needs a url",
+        ),
+        (
+            {"mcp_servers": [{"name": "a", "transport": "stdio", "command": "x"}] * 2},
+            "mcp_servers",
+            "'a' repeats",
+        ),
     ],
 )
 def test_bad_task_yaml_names_file_and_field(make_task, spec, field, words):

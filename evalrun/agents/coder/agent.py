@@ -11,6 +11,7 @@ Limits and failures:
   client with backoff (`max_retries`); when it still fails, the error is recorded on the result
   (`AgentResult.error`) together with everything done so far, and the sample is graded.
 - A missing key, SDK or setting is a `UsageError` from `preflight()`, before the run starts.
+- A task with MCP servers is skipped (`NO_MCP` says why).
 
 pydantic-ai is imported inside `run`, never when this module is imported.
 """
@@ -18,10 +19,11 @@ pydantic-ai is imported inside `run`, never when this module is imported.
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
 
-from evalrun.agents.base import nothing_to_prepare, progress
+from evalrun.agents.base import RunScope, progress
 from evalrun.agents.coder.model import build_model, cost_of, default_settings
 from evalrun.agents.coder.tools import SandboxTools
 from evalrun.config.providers import Provider
@@ -29,7 +31,7 @@ from evalrun.config.schema import CoderAgentConf
 from evalrun.errors import UsageError, bad_value
 from evalrun.extras import install_hint
 from evalrun.models.records import AgentResult, ModelCall, Usage
-from evalrun.sandbox.base import Sandbox
+from evalrun.sandbox.base import Sandbox, SandboxBackend
 from evalrun.tasks.loader import Task
 
 if TYPE_CHECKING:
@@ -58,11 +60,20 @@ def _describe(exc: Exception, max_steps: int) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+NO_MCP = (
+    "agent=coder has no MCP client: its model runs on the host, and a task's stdio server runs "
+    "in the sandbox, which it reaches only by whole commands (no stream to talk MCP over)"
+)
+
+
 class CoderAgent:
     """See the module docstring. Constructed at plan time: cheap, reads no secret."""
 
     name = "coder"
-    prepared = nothing_to_prepare
+
+    @contextmanager
+    def prepared(self, backend: SandboxBackend) -> Iterator[RunScope]:
+        yield RunScope(mcp_refusal=NO_MCP)
 
     def __init__(
         self,

@@ -23,8 +23,9 @@ per-phase `[agent]` / `[verifier]` tables (and each `[[steps]]`' own).
   and **an image of its own** (its prebuilt `docker_image`, else the Dockerfile in environment/).
 - **GPUs** (`gpus`): docker gives them through the engine's device requests where it has a GPU
   runtime; every other backend skips such a task with the reason.
-- **Features evalrun cannot provide** (`unsupported`): TPUs, Windows containers, MCP
-  servers, a separate verifier of several containers (tests/docker-compose.yaml, or a collect
+- **Features evalrun cannot provide** (`unsupported`): TPUs, Windows containers, HTTP
+  headers for an MCP server (the servers themselves are the agent's: `TaskSpec.mcp_servers`),
+  a separate verifier of several containers (tests/docker-compose.yaml, or a collect
   command or artifact in a service besides `main`), a separate verifier in a multi-step task.
 """
 
@@ -112,9 +113,12 @@ def unsupported(config: HarborToml, environment_dir: Path, tests_dir: Path) -> l
         problems.append("Windows containers ([environment] os = 'windows')")
     if env.tpu:
         problems.append("a TPU ([environment.tpu])")
-    if env.mcp_servers:
-        names = ", ".join(str(s.get("name", "?")) for s in env.mcp_servers)
-        problems.append(f"MCP servers ([environment] mcp_servers: {names})")
+    problems += [
+        f"HTTP headers for MCP server {s.name!r} ([environment] mcp_servers: evalrun hands "
+        "an agent a server's url, not its headers)"
+        for s in env.mcp_servers
+        if s.headers
+    ]
     problems += _separate_unsupported(config)
     if config.verifier.separate and (tests_dir / "docker-compose.yaml").is_file():
         problems.append("several containers for the separate verifier (tests/docker-compose.yaml)")

@@ -34,7 +34,7 @@ from pydantic import (
 )
 
 from evalrun.errors import TaskFormatError
-from evalrun.tasks.base import Difficulty
+from evalrun.tasks.base import Difficulty, McpServer, McpTransport
 from evalrun.tasks.harbor.keys import UnknownKey, unknown_keys
 
 Version = str | int | float
@@ -188,6 +188,42 @@ class SolutionTable(_Table):
     env: dict[str, str] = Field(default_factory=dict)
 
 
+class McpServerTable(_Table):
+    """One `[[environment.mcp_servers]]` entry (Harbor's `MCPServerConfig`): validated as Harbor
+    validates it - its transport defaults to `sse`, `http` means `streamable-http`, an HTTP
+    server needs a `url` and a stdio one a `command`."""
+
+    name: str = Field(min_length=1)
+    transport: McpTransport = McpTransport.sse
+    url: str | None = None
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    headers: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("transport", mode="before")
+    @classmethod
+    def _http(cls, value: Any) -> Any:
+        return McpTransport.streamable_http if value == "http" else value
+
+    @model_validator(mode="after")
+    def _reachable(self) -> McpServerTable:
+        if self.transport is not McpTransport.stdio and not self.url:
+            raise ValueError(f"'url' is required for transport {self.transport.value!r}")
+        if self.transport is McpTransport.stdio and not self.command:
+            raise ValueError("'command' is required for transport 'stdio'")
+        return self
+
+    def server(self) -> McpServer:
+        """evalrun's own model of this server."""
+        return McpServer(
+            name=self.name,
+            transport=self.transport,
+            command=self.command if self.transport is McpTransport.stdio else None,
+            args=self.args if self.transport is McpTransport.stdio else (),
+            url=self.url if self.transport is not McpTransport.stdio else None,
+        )
+
+
 class EnvironmentTable(_Table):
     build_timeout_sec: float | None = Field(default=None, gt=0)
     docker_image: str | None = Field(default=None, min_length=1)
@@ -202,7 +238,7 @@ class EnvironmentTable(_Table):
     network_mode: NetworkMode | None = None
     allowed_hosts: tuple[str, ...] | None = None
     allow_internet: bool | None = None
-    mcp_servers: tuple[dict[str, Any], ...] = ()
+    mcp_servers: tuple[McpServerTable, ...] = ()
     env: dict[str, str] = Field(default_factory=dict)
     healthcheck: Healthcheck | None = None
     workdir: str | None = None
@@ -223,6 +259,10 @@ class EnvironmentTable(_Table):
         if value is not None and not _SIZE.match(value):
             raise ValueError(f"expected a size like '2G' or '512M', got {value!r}")
         return value
+
+    def servers(self) -> tuple[McpServer, ...]:
+        """The MCP servers, one per name: a later entry replaces an earlier one, as in Harbor."""
+        return tuple({s.name: s.server() for s in self.mcp_servers}.values())
 
     @property
     def memory_limit_mb(self) -> int | None:

@@ -391,13 +391,18 @@ def test_limit_counts_only_tasks_that_can_run(mixed_suite):
 
 def test_features_evalrun_cannot_provide_skip_the_task(tmp_path):
     harbor_task(tmp_path, "gpu-task", files={"task.toml": "[environment]\ngpus = 1\n"})
-    mcp = "[[environment.mcp_servers]]\nname = 'search'\n"
+    mcp = (
+        "[[environment.mcp_servers]]\nname = 'search'\n"
+        "url = 'http://search:8000/mcp'\nheaders = {Authorization = 'Bearer ${TOKEN}'}\n"
+    )
     harbor_task(tmp_path, "mcp-task", files={"task.toml": mcp})
     harbor_task(tmp_path, "plain")
     with pytest.raises(UsageError) as err:
         plan_for(tmp_path, "ids=[gpu-task,mcp-task]")
-    assert "gpu-task: needs 1 GPU(s); sandbox=local has none (sandbox=docker gives" in str(err.value)
-    assert "MCP servers ([environment] mcp_servers: search)" in str(err.value)
+    assert "gpu-task: needs 1 GPU(s); sandbox=local has none (sandbox=docker gives" in str(
+        err.value
+    )
+    assert "HTTP headers for MCP server 'search'" in str(err.value)
     assert [t.id for t in plan_for(tmp_path).tasks] == ["plain"]
 
 
