@@ -163,6 +163,11 @@ class DockerSandbox:
         self._api = backend.client.api
         self.container_id: str = container.id
         self.workdir = started.workdir
+        self.kept_at = (
+            f"docker container {container.name} ({started.workdir})"
+            if backend.keep_workspaces
+            else None
+        )
         self.user = started.user
         self.owner_ids = started.owner_ids
         self._env = dict(started.env)
