@@ -17,6 +17,7 @@ from evalrun.cli.commands import (
     agents,
     check,
     diff,
+    docs,
     gate,
     info,
     online,
@@ -49,6 +50,7 @@ COMMANDS: dict[str, Callable[[list[str], Console], int]] = {
     "info": info.info_command,
     "online": online.online_command,
     "agents": agents.agents_command,
+    "docs": docs.docs_command,
 }
 
 
