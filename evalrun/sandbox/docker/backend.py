@@ -164,7 +164,7 @@ class DockerSandbox:
         self.container_id: str = container.id
         self.workdir = started.workdir
         self.kept_at = (
-            f"docker container {container.name} ({started.workdir})"
+            f"docker container {container.short_id} ({started.workdir})"
             if backend.keep_workspaces
             else None
         )
