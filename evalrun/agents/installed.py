@@ -171,7 +171,7 @@ class InstalledAgent:
             raise UsageError(
                 f"agent={self.name} speaks {' / '.join(self.apis)}, but provider="
                 f"{self.provider.name} is provider.api={self.provider.api}; choose a provider "
-                "of that kind (see docs/agents.md)"
+                "of that kind (see `evalrun docs agents`)"
             )
 
     def install(self, *, force: bool = False) -> Installed:

@@ -67,6 +67,22 @@ def version_text() -> str:
     return "\n".join(lines)
 
 
+def home_line() -> str:
+    """Where evalrun lives, for `--help` and `evalrun docs`: the URLs of its package metadata
+    (pyproject's [project.urls]); without any, where this copy is installed - never a guessed
+    host - and that its docs ship with it."""
+    try:
+        urls = metadata.metadata("evalrun").get_all("Project-URL") or []
+    except metadata.PackageNotFoundError:
+        urls = []
+    if urls:
+        return "evalrun lives at " + "; ".join(url.replace(", ", ": ", 1) for url in urls)
+    return (
+        f"evalrun's package metadata names no project URL; this copy: {install_info()['path']}; "
+        "its docs ship with it: see `evalrun docs`"
+    )
+
+
 def run_script(name: str, args: list[str]) -> int:
     """Run one of the bundled set-up scripts with `args`; its exit code. A script that needs
     pip gets this Python as `EVALRUN_PYTHON`."""

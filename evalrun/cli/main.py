@@ -17,6 +17,7 @@ from evalrun.cli.commands import (
     agents,
     check,
     diff,
+    docs,
     export,
     gate,
     info,
@@ -53,6 +54,7 @@ COMMANDS: dict[str, Callable[[list[str], Console], int]] = {
     "online": online.online_command,
     "agents": agents.agents_command,
     "export": export.export_command,
+    "docs": docs.docs_command,
 }
 
 

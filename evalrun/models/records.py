@@ -296,6 +296,7 @@ class SampleRecord(SampleCore):
     started_at: float
     finished_at: float
     workspace_diff: WorkspaceDiff | None = None  # None: not recorded (a harness error)
+    workspace_kept: str | None = None  # where keep_workspaces=true left the workspace
 
 
 class _AgentUsage(BaseModel):

@@ -160,6 +160,7 @@ def render(
     for line in summary_lines(summary):
         console.print(line)
     print_reasons(records, console)
+    print_kept(records, console)
     state = summary.state
     if state is not None:
         colour = "green" if state.complete else "yellow"
@@ -190,3 +191,18 @@ def print_reasons(
     if rest:
         more = sum(len(g.trials) for g in rest)
         console.print(f"  ... and {more} more: see report.html")
+
+
+def print_kept(records: Sequence[SampleRecord], console: Console, cap: int = REASONS_SHOWN) -> None:
+    """Where keep_workspaces=true left each sample's workspace, one line per sample (after
+    `cap`, how many more and where to find them); nothing when none was kept."""
+    kept = [r for r in records if r.workspace_kept]
+    if not kept:
+        return
+    console.print(f"workspaces kept (keep_workspaces=true): {len(kept)}")
+    width = max(len(f"{r.task_id} #{r.trial}") for r in kept[:cap])
+    for rec in kept[:cap]:
+        label = f"{rec.task_id} #{rec.trial}".ljust(width)
+        console.print(styled("  {}  {}", label, rec.workspace_kept), soft_wrap=True)
+    if len(kept) > cap:
+        console.print(f"  ... and {len(kept) - cap} more: evalrun show <run> <task-id>")

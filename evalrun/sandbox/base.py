@@ -50,6 +50,10 @@ class Sandbox(Protocol):
 
     workdir: str
     private_dir: str
+    # Where the workspace stays once the sandbox closes, with keep_workspaces=true, as a user
+    # would open it (a host folder; `docker container <id>`; `modal sandbox <id>`); None: it
+    # goes with the sandbox. Set by the backend that opened it.
+    kept_at: str | None
 
     # What this kind of sandbox can do, declared by each backend's sandbox class (never probed
     # with getattr): formats ask these instead of the backend's name.

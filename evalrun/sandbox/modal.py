@@ -131,6 +131,7 @@ class ModalSandbox:
     host_workspace = None  # the workspace is only reached through commands
 
     limit_poll_s: float | None = None
+    kept_at: str | None = None
 
     def __init__(self, sandbox: Any, output_limit: int, env: Mapping[str, str] | None = None):
         self._sb = sandbox
@@ -516,6 +517,7 @@ class ModalBackend:
         self._live[id(sandbox)] = sandbox
         try:
             box = ModalSandbox(sandbox, self.output_limit, dict(spec.env))
+            box.kept_at = f"modal sandbox {box.sandbox_id}" if self.keep_workspaces else None
             code, stderr = await box._plain(["bash", "-c", _PREPARE])
             if code != 0:
                 raise SandboxError(f"preparing the modal sandbox failed: {stderr.strip()}")

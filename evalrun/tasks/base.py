@@ -47,9 +47,9 @@ class JudgeSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = Field(min_length=1)
-    task_introduction: str = Field(min_length=1)
-    evaluation_criteria: str = Field(min_length=1)
+    name: str = Field(min_length=1, description="the judge's name, a non-empty string")
+    task_introduction: str = Field(min_length=1, description="what the task is, a non-empty text")
+    evaluation_criteria: str = Field(min_length=1, description="how to score, a non-empty text")
 
 
 class McpTransport(StrEnum):
@@ -91,21 +91,27 @@ class TaskSpec(BaseModel):
     """What an agent and a report need to know about a task, whatever its format.
 
     For the native format this is exactly task.yaml (unknown keys rejected); other formats fill it
-    from their own metadata.
+    from their own metadata. Each field's description says, in a user's words, what a value must
+    be (a bad task.yaml is told `tags: expected a list of tags, e.g. [python], got 'python'`).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    id: str
-    prompt: str
-    max_steps: int = Field(gt=0)
-    difficulty: Difficulty
-    tags: tuple[str, ...] = ()
-    judges: tuple[JudgeSpec, ...] = ()
-    agent_timeout_s: float | None = Field(default=None, gt=0)
+    id: str = Field(description="the task folder's name, e.g. 001-fix-the-parser")
+    prompt: str = Field(description="the instructions for the agent, a non-blank text")
+    max_steps: int = Field(gt=0, description="a whole number above 0")
+    difficulty: Difficulty = Field(description="one of easy, medium, hard")
+    tags: tuple[str, ...] = Field(default=(), description="a list of tags, e.g. [python]")
+    judges: tuple[JudgeSpec, ...] = Field(
+        default=(),
+        description="a list of judges, each with name, task_introduction, evaluation_criteria",
+    )
+    agent_timeout_s: float | None = Field(
+        default=None, gt=0, description="a number of seconds above 0"
+    )
     # false: the verifier runs as it did before `evalrun.verifier.hardening` (no start-up hook),
     # for one that truly needs the workspace to provide a standard-library module
-    verifier_hardening: bool = True
+    verifier_hardening: bool = Field(default=True, description="true or false")
     # the MCP servers the agent may use (agents that cannot use them skip the task)
     mcp_servers: tuple[McpServer, ...] = ()
 

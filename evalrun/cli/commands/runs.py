@@ -120,6 +120,8 @@ def show_task(run: RunFiles, task_id: str, console: Console) -> int:
                 + (f" ({changed}{f' and {more} more' if more > 0 else ''})" if changed else ""),
                 soft_wrap=True,
             )
+        if rec.workspace_kept:
+            console.print(styled(f"{'':22}kept: {{}}", rec.workspace_kept), soft_wrap=True)
     fields = run.task_fields(task_id)
     if fields:
         console.print("  kept from the task file, not used by evalrun:")

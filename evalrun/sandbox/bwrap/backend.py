@@ -180,6 +180,7 @@ class BwrapSandbox:
         self.root = root
         self.limits = backend.limits_for(spec)
         self.workdir = spec.workdir or WORKDIR
+        self.kept_at = str(root / "workspace") if backend.keep_workspaces else None
         self._backend = backend
         self._host_uid = host_uid
         agent, verifier = spec.networks  # the host's network, where given, per phase

@@ -174,6 +174,11 @@ class DockerSandbox:
         self._api = backend.client.api
         self.container_id: str = container.id
         self.workdir = started.workdir
+        self.kept_at = (
+            f"docker container {container.short_id} ({started.workdir})"
+            if backend.keep_workspaces
+            else None
+        )
         self.user = started.user
         self.owner_ids = started.owner_ids
         self._env = dict(started.env)
