@@ -39,8 +39,9 @@ if [ "$(cat "${EVALRUN_PHOENIX_VENV}/evalrun-installed" 2>/dev/null)" != "${phoe
   "${EVALRUN_PHOENIX_VENV}/bin/python" -m pip install -q "${phoenix}" >/dev/null
   echo "${phoenix}" >"${EVALRUN_PHOENIX_VENV}/evalrun-installed"
 fi
-step "a Docker engine and the offline base image"
+step "a Docker engine, its compose plugin and the offline base image"
 bash scripts/docker-engine.sh
+EVALRUN_PYTHON=.venv/bin/python bash scripts/docker-compose-plugin.sh
 bash scripts/build-base-image.sh
 
 step "agent CLIs for the preset tests (into the host cache once; seconds when cached)"

@@ -92,9 +92,10 @@ class Usage(BaseModel):
 
 
 class ModelCall(BaseModel):
-    """One model request of a sample as evalrun's gateway metered it (the CLI presets): its
-    model, tokens (`input_tokens` with cached ones), cost (None: unpriced), the ids of the
-    tool calls its response asked for, and when it ran (None in runs made before it was kept)."""
+    """One model request of a sample as it was counted - by evalrun's gateway (the CLI
+    presets) or by pydantic-ai (`coder`): its model, tokens (`input_tokens` with cached ones),
+    cost (None: unpriced), the ids of the tool calls its response asked for, and when it ran
+    (the gateway's; None where it was not kept)."""
 
     model: str | None = None
     input_tokens: int = 0
@@ -103,6 +104,7 @@ class ModelCall(BaseModel):
     cache_write_tokens: int = 0
     cost_usd: float | None = None
     tool_call_ids: list[str] = Field(default_factory=list)
+    counted_by: str = "evalrun's gateway"
     started_at: float | None = None  # when the gateway forwarded it (epoch seconds)
     duration_s: float | None = None  # until its response was read in full
 
@@ -120,7 +122,7 @@ class AgentResult(BaseModel):
     stderr: str = ""
     """What the agent's process wrote to stderr, its tail (command agents), whatever its exit."""
     model_calls: list[ModelCall] = Field(default_factory=list)
-    """Each model request as the gateway metered it, in order (empty: no gateway)."""
+    """Each model request as it was counted, in order (empty: not counted one by one)."""
     atif: dict[str, Any] | None = None
     """The trajectory the agent wrote itself in ATIF (`evalrun.models.atif`), validated when it
     was read; the sample's trajectory.json is made from it (`evalrun.rundir.trajectory`)."""
@@ -297,6 +299,7 @@ class SampleRecord(SampleCore):
     started_at: float
     finished_at: float
     workspace_diff: WorkspaceDiff | None = None  # None: not recorded (a harness error)
+    workspace_kept: str | None = None  # where keep_workspaces=true left the workspace
 
 
 class _AgentUsage(BaseModel):

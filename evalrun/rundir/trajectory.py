@@ -6,10 +6,10 @@ through `RunStore.write_trajectory`) and for a run that ended long ago (`evalrun
 
 - step 1, `user`: the prompt the agent was given (plan.json);
 - one `agent` step per tool call of the record's trajectory, its result as the step's
-  observation; as the step's `metrics`, the model call that asked for it: as evalrun's gateway
-  metered it (tokens, cached tokens, cost) when the agent's log kept the call's API id and the
-  gateway saw that id in a response (`AgentResult.model_calls`), else the tokens the agent's log
-  gave; on the first step of each model call only, so the steps add up;
+  observation; as the step's `metrics`, the model call that asked for it, as counted one by one
+  (`AgentResult.model_calls`: evalrun's gateway for the presets, pydantic-ai for `coder`; tokens,
+  cached tokens, cost) when the call's API id is known on both sides, else the tokens the
+  agent's log gave; on the first step of each model call only, so the steps add up;
 - a last `agent` step: the agent's final message (its error, if it had one, in `extra`);
 - `final_metrics`: the sample's usage - the gateway's meter for the CLI presets, pydantic-ai's
   count for `coder`, the agent's own usage file for `command` - and nothing where no one counted
@@ -140,7 +140,7 @@ def _metered(made: ModelCall) -> Metrics:
         completion_tokens=made.output_tokens,
         cached_tokens=made.cache_read_tokens,
         cost_usd=made.cost_usd,
-        extra={"cache_write_tokens": made.cache_write_tokens, "source": METERED},
+        extra={"cache_write_tokens": made.cache_write_tokens, "counted_by": made.counted_by},
     )
 
 

@@ -113,12 +113,17 @@ def test_right_edits_pass_the_oracle_and_the_record_matches_the_server(real_suit
         "edit",
     ]
     assert steps[2]["observation"]["results"][0]["content"] == agent.trajectory[1].result
-    assert [s.get("metrics") for s in steps[1:-1]] == [
-        {"prompt_tokens": 900, "completion_tokens": 12},
-        {"prompt_tokens": 1000, "completion_tokens": 15},
-        {"prompt_tokens": 1800, "completion_tokens": 60},
-        None,  # asked for by the same model turn as the step before: its tokens are there
-    ]
+    # Each model turn's figures, as pydantic-ai counted them, on the first step it asked for.
+    metrics = [s.get("metrics") for s in steps[1:-1]]
+    assert metrics[3] is None  # asked for by the same turn as the step before
+    turns = [r for r in served if r.tool_calls]
+    assert [
+        (m["prompt_tokens"], m["completion_tokens"], m["cached_tokens"]) for m in metrics[:3]
+    ] == [(r.prompt_tokens, r.completion_tokens, r.cached_tokens) for r in turns]
+    assert sum(m["cost_usd"] for m in metrics[:3]) == pytest.approx((3700 * 2 + 87 * 8) / 1e6)
+    ids = [s["tool_calls"][0]["tool_call_id"] for s in steps[1:-1]]
+    assert ids == ["call_1_0", "call_2_0", "call_3_0", "call_3_1"]  # the API's own
+    assert all(m["extra"]["counted_by"] == "pydantic-ai" for m in metrics[:3])
     assert steps[-1] == {"step_id": 6, "source": "agent", "message": agent.output}
     totals = document["final_metrics"]
     assert (totals["total_prompt_tokens"], totals["total_cached_tokens"]) == (5600, 1000)
