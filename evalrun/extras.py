@@ -1,8 +1,8 @@
 """Optional SDKs: a feature whose SDK is missing stops with one line naming the extra to install.
 
 The extras themselves are declared once, in pyproject.toml (`evalrun[docker]`, `[modal]`,
-`[opik]`, `[agents]`, `[sweep]`, `[all]`). `require` checks that a module can be imported without
-importing it, so it costs nothing on the paths that do not need the SDK.
+`[opik]`, `[agents]`, `[sweep]`, `[export]`, `[all]`). `require` checks that a module can be
+imported without importing it, so it costs nothing on the paths that do not need the SDK.
 """
 
 from __future__ import annotations

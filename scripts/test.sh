@@ -30,6 +30,15 @@ step "the Python environment"
 bash scripts/bootstrap.sh
 step "the built wheel, installed outside the repository, run from an empty folder"
 bash scripts/wheel-smoke.sh
+step "Arize Phoenix for the tracker=otel test: its own venv, never .venv (cached; ~4 min once)"
+export EVALRUN_PHOENIX_VENV=${EVALRUN_PHOENIX_VENV:-/var/cache/evalrun-test/phoenix-venv}
+phoenix=arize-phoenix==20.26.1  # the stamp file says the install finished (a venv cannot be moved)
+if [ "$(cat "${EVALRUN_PHOENIX_VENV}/evalrun-installed" 2>/dev/null)" != "${phoenix}" ]; then
+  rm -rf "${EVALRUN_PHOENIX_VENV}" && mkdir -p "$(dirname "${EVALRUN_PHOENIX_VENV}")"
+  "${PYTHON:-python3}" -m venv "${EVALRUN_PHOENIX_VENV}"
+  "${EVALRUN_PHOENIX_VENV}/bin/python" -m pip install -q "${phoenix}" >/dev/null
+  echo "${phoenix}" >"${EVALRUN_PHOENIX_VENV}/evalrun-installed"
+fi
 step "a Docker engine, its compose plugin and the offline base image"
 bash scripts/docker-engine.sh
 EVALRUN_PYTHON=.venv/bin/python bash scripts/docker-compose-plugin.sh

@@ -62,6 +62,8 @@ grep -q '"kind": "wheel"' runs/*/plan.json || fail "plan.json does not record a 
 [ ! -e "${site}/runs" ] && [ ! -e "${site}/bundled/runs" ] || fail "a run landed in site-packages"
 expect 2 "pip install 'evalrun\[docker\]'" evalrun sandbox=docker   # a missing extra: one line
 expect 2 "pip install 'evalrun\[opik\]'" evalrun online project=p judge=gpt_4o_mini  # conf/online.yaml ships
+expect 2 "pip install 'evalrun\[otel\]'" evalrun tracker=otel
+expect 2 "pip install 'evalrun\[export\]'" evalrun export latest --format csv
 
 expect 0 'wrote demo/conf/evalrun.yaml' evalrun init demo
 cd demo

@@ -23,7 +23,7 @@ def test_the_core_never_imports_the_opik_package_or_an_sdk():
         f"import sys; [__import__(m) for m in {CORE!r}]; "
         "print(sorted({m.split('.')[0] if not m.startswith('evalrun.integrations.opik') else 'evalrun.integrations.opik' "
         "for m in sys.modules if m.startswith(('evalrun.integrations.opik', 'opik', 'litellm', 'docker', "
-        "'modal', 'pydantic_ai'))}))"
+        "'modal', 'pydantic_ai', 'opentelemetry.sdk', 'pandas', 'pyarrow'))}))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 0, done.stderr

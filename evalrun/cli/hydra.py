@@ -33,6 +33,7 @@ OPEN_MAPPINGS = (
     "agent.kwargs",
     "agent.model_settings",
     "provider.headers_env",
+    "tracker.headers_env",
     "profile.floors",
     "profile.ceilings",
     "profile.max_drop",

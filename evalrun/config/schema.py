@@ -174,6 +174,15 @@ class OpikTrackerConf(TrackerConf):
     probe_timeout_s: float = 3.0
 
 
+@dataclass
+class OtelTrackerConf(TrackerConf):
+    _target_: str = "evalrun.integrations.otel.tracker.OtelTracker"
+    endpoint: str = "http://localhost:4318"  # OTLP over HTTP; spans go to <endpoint>/v1/traces
+    service_name: str = "evalrun"
+    headers_env: dict[str, str] = field(default_factory=dict)  # header -> variable NAME
+    timeout_s: float = 10.0
+
+
 # --- judge (LLM judges: Opik G-Eval through LiteLLM) ---------------------------------------------
 @dataclass
 class JudgeConf:
@@ -359,6 +368,7 @@ def register_configs() -> None:
         ("provider", "provider_schema", ProviderConf),
         ("tracker", "local_schema", LocalTrackerConf),
         ("tracker", "opik_schema", OpikTrackerConf),
+        ("tracker", "otel_schema", OtelTrackerConf),
         ("judge", "none_schema", NoJudgeConf),
         ("judge", "geval_schema", GEvalJudgeConf),
         ("profile", "profile_schema", ProfileConf),

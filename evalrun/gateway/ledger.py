@@ -11,6 +11,7 @@ Thread-safe: the gateway's thread writes, the engine's thread reads.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -101,7 +102,10 @@ class Ledger:
             account.refused = account.refused or reason
             return reason
 
-    def charge(self, account: Account, metered: Metered) -> None:
+    def charge(self, account: Account, metered: Metered, started_at: float | None = None) -> None:
+        """Add `metered` (a request forwarded at `started_at`, its response read just now) to
+        `account`, priced by evalrun."""
+        finished = time.time()
         cost = 0.0
         if metered.model:
             price, source = self._pricer(metered.model)
@@ -130,6 +134,8 @@ class Ledger:
                     cache_write_tokens=metered.cache_write_tokens,
                     cost_usd=cost if price is not None else None,
                     tool_call_ids=list(metered.tool_call_ids),
+                    started_at=started_at,
+                    duration_s=None if started_at is None else finished - started_at,
                 )
             )
             if price is None:

@@ -32,6 +32,7 @@ import secrets
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -214,6 +215,7 @@ class Gateway:
         }
         headers.update(self.upstream.credentials())
         headers["Accept-Encoding"] = "identity"
+        started_at = time.time()
         try:
             upstream = await self._client.request(
                 request.method, self._target(request), headers=headers, data=body
@@ -241,7 +243,9 @@ class Gateway:
             except (aiohttp.ClientError, TimeoutError, ConnectionError) as exc:
                 account.gateway_failures.append(f"the provider's response broke off: {exc}")
             payloads += parser.close() if streamed else _json_payloads(bytes(kept))
-            self._account_for(account, api, upstream.status, payloads, kept, request_model)
+            self._account_for(
+                account, api, upstream.status, payloads, kept, request_model, started_at
+            )
             await response.write_eof()  # after charging: the agent never sees a stale account
         return response
 
@@ -253,6 +257,7 @@ class Gateway:
         payloads: list[Any],
         kept: bytearray,
         request_model: str | None,
+        started_at: float,
     ) -> None:
         account.last_failed = status >= 400
         if status >= 400:
@@ -261,7 +266,7 @@ class Gateway:
             account.upstream_successes += 1
             used = meter(api, payloads, request_model)
             if used is not None:
-                self.ledger.charge(account, used)
+                self.ledger.charge(account, used, started_at)
 
 
 def _prepare_body(api: str, body: bytes, model: str | None) -> tuple[bytes, str | None]:

@@ -1,1 +1,1 @@
-"""Integrations with services outside evalrun (`opik`); the core never imports them."""
+"""Integrations with services outside evalrun (`opik`, `otel`); the core never imports them."""

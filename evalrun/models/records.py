@@ -94,7 +94,8 @@ class Usage(BaseModel):
 class ModelCall(BaseModel):
     """One model request of a sample as it was counted - by evalrun's gateway (the CLI
     presets) or by pydantic-ai (`coder`): its model, tokens (`input_tokens` with cached ones),
-    cost (None: unpriced) and the ids of the tool calls its response asked for."""
+    cost (None: unpriced), the ids of the tool calls its response asked for, and when it ran
+    (the gateway's; None where it was not kept)."""
 
     model: str | None = None
     input_tokens: int = 0
@@ -104,6 +105,8 @@ class ModelCall(BaseModel):
     cost_usd: float | None = None
     tool_call_ids: list[str] = Field(default_factory=list)
     counted_by: str = "evalrun's gateway"
+    started_at: float | None = None  # when the gateway forwarded it (epoch seconds)
+    duration_s: float | None = None  # until its response was read in full
 
 
 class AgentResult(BaseModel):

@@ -176,7 +176,7 @@ def _final_metrics(usage: Usage, steps: int | None) -> FinalMetrics:
     extra: dict[str, Any] = {}
     if usage.cost_source:
         extra["cost_source"] = usage.cost_source
-    if not _counted(usage):
+    if not counted(usage):
         return FinalMetrics(total_steps=steps, extra=extra or None)
     extra |= {"requests": usage.requests, "cache_write_tokens": usage.cache_write_tokens}
     return FinalMetrics(
@@ -189,7 +189,7 @@ def _final_metrics(usage: Usage, steps: int | None) -> FinalMetrics:
     )
 
 
-def _counted(usage: Usage) -> bool:
+def counted(usage: Usage) -> bool:
     """Whether the usage's token counts were counted (0 included) rather than never known."""
     tokens = usage.input_tokens + usage.output_tokens + usage.cache_read_tokens
     return bool(usage.requests or tokens) or (usage.cost_source or "").startswith(METERED)

@@ -106,6 +106,9 @@ def test_each_api_is_forwarded_unchanged_with_the_real_key_and_metered(api, stre
         400,
     )
     assert calls[0].cost_usd == pytest.approx(PRICE.cost(1000, 50, 400), rel=1e-9)
+    # when each ran, in order (the OpenTelemetry spans of tracker=otel are placed by it)
+    assert calls[0].started_at is not None and calls[1].started_at is not None
+    assert calls[0].started_at + (calls[0].duration_s or 0) <= calls[1].started_at
     header = {
         "bearer": "authorization",
         "x-api-key": "x-api-key",
