@@ -17,7 +17,9 @@ of the suite's Dockerfiles that the engine lacks is tagged from a local Debian i
 image plus this machine's CA bundle, as tests/conftest.py's `tag_local_bases` does) - for both
 runners alike. RUN steps get the host's network: evalrun through `sandbox.build_network=host`,
 Harbor through a compose overlay giving its `main` service `build.network: host` (Harbor has no
-setting of its own; the overlay does not reach a sidecar's or a separate verifier's build).
+setting of its own; tasks whose docker-compose.yaml builds sidecars run as a Harbor job of their
+own whose overlay names those sidecars too, see `harbor_groups`; no overlay reaches the build of
+a separate verifier's tests/Dockerfile - Harbor says so in its log).
 An untimed oracle round of each runner first fills the image caches (`--no-warmup` skips it),
 so the wall times compare warm runs.
 
@@ -45,6 +47,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
 import evalrun
 from evalrun.rundir.log import RunLog
 
@@ -57,7 +61,6 @@ CACHE = Path("/var/cache/evalrun-bench")
 REGISTRIES_BASE = "evalrun-bench/debian-registries:bookworm"
 # (evalrun's agent, Harbor's agent) - the gold solution, then nothing at all.
 AGENTS = (("oracle", "oracle"), ("noop", "nop"))
-BUILD_NETWORK_OVERLAY = "services:\n  main:\n    build:\n      network: host\n"
 FROM_LINE = re.compile(
     r"^\s*FROM\s+(?:--\S+\s+)*(\S+)(?:\s+AS\s+(\S+))?", re.IGNORECASE | re.MULTILINE
 )
@@ -99,7 +102,7 @@ class Leg:
 
     runner: str
     agent: str
-    command: list[str]
+    commands: list[list[str]]  # Harbor: one job per group of tasks (see `harbor_groups`)
     log: Path
     wall_s: float = 0.0
     exit_code: int = 0
@@ -162,14 +165,14 @@ def tag_bases(names: list[str], base: str) -> list[str]:
 
 
 def run_leg(leg: Leg, env: dict[str, str] | None = None) -> None:
-    """Run the leg's command, its output to its log; the wall time and exit code on the leg."""
+    """Run the leg's commands one after the other, their output to its log; the total wall time
+    and the first non-zero exit code on the leg."""
     with leg.log.open("w") as out:
         start = time.monotonic()
-        done = subprocess.run(
-            leg.command, stdout=out, stderr=subprocess.STDOUT, env=env, check=False
-        )
+        for command in leg.commands:
+            done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, env=env)
+            leg.exit_code = leg.exit_code or done.returncode
         leg.wall_s = time.monotonic() - start
-    leg.exit_code = done.returncode
 
 
 def evalrun_leg(suite: Path, agent: str, work: Path, concurrency: int, tag: str) -> Leg:
@@ -184,7 +187,7 @@ def evalrun_leg(suite: Path, agent: str, work: Path, concurrency: int, tag: str)
         "trials=1",
         f"run_dir={run_dir}",
     ]
-    leg = Leg("evalrun", agent, command, work / f"evalrun-{agent}{tag}.log")
+    leg = Leg("evalrun", agent, [command], work / f"evalrun-{agent}{tag}.log")
     run_leg(leg)
     if not (run_dir / "plan.json").is_file():
         return leg  # the run did not start: fill_gaps names the log
@@ -197,24 +200,66 @@ def evalrun_leg(suite: Path, agent: str, work: Path, concurrency: int, tag: str)
     return leg
 
 
+def harbor_groups(suite: Path, tasks: list[str], work: Path) -> list[tuple[Path, Path]]:
+    """(task folder, compose overlay) for each Harbor job. Harbor's `--extra-docker-compose`
+    applies to every task of a job, and a service it names that a task lacks would be added to
+    that task; so tasks whose docker-compose.yaml builds sidecars run in a job of their own, whose
+    overlay gives `main` and those sidecars the host's network for their builds."""
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for task in tasks:
+        compose = suite / task / "environment" / "docker-compose.yaml"
+        services = (
+            (yaml.safe_load(compose.read_text()) or {}).get("services", {})
+            if compose.is_file()
+            else {}
+        )
+        built = tuple(
+            sorted(
+                n
+                for n, s in services.items()
+                if n != "main" and isinstance(s, dict) and "build" in s
+            )
+        )
+        groups.setdefault(built, []).append(task)
+    found = []
+    for number, (sidecars, members) in enumerate(sorted(groups.items())):
+        folder = suite if len(groups) == 1 else work / "harbor-groups" / str(number)
+        if folder != suite:
+            folder.mkdir(parents=True, exist_ok=True)
+            for task in members:
+                if not (folder / task).exists():
+                    shutil.copytree(suite / task, folder / task, symlinks=True)
+        build = {"build": {"network": "host"}}
+        overlay = work / f"build-network-host-{number}.yaml"
+        overlay.write_text(yaml.safe_dump({"services": {n: build for n in ("main", *sidecars)}}))
+        found.append((folder, overlay))
+    return found
+
+
 def harbor_leg(
-    harbor: Path, suite: Path, agent: str, work: Path, concurrency: int, tag: str
+    harbor: Path,
+    groups: list[tuple[Path, Path]],
+    agent: str,
+    work: Path,
+    concurrency: int,
+    tag: str,
 ) -> Leg:
     jobs = work / "harbor-jobs"
-    overlay = work / "build-network-host.yaml"
-    overlay.write_text(BUILD_NETWORK_OVERLAY)
     name = f"harbor-{agent}{tag}"
-    command = [
-        str(harbor / "venv" / "bin" / "harbor"), "run", "-p", str(suite), "-a", agent, "-e", "docker",
-        "-n", str(concurrency), "-o", str(jobs), "--job-name", name, "-y", "-q",
-        "--extra-docker-compose", str(overlay),
+    commands = [
+        [
+            str(harbor / "venv" / "bin" / "harbor"), "run", "-p", str(folder), "-a", agent, "-e", "docker",
+            "-n", str(concurrency), "-o", str(jobs), "--job-name", f"{name}-{number}", "-y", "-q",
+            "--extra-docker-compose", str(overlay),
+        ]
+        for number, (folder, overlay) in enumerate(groups)
     ]  # fmt: skip
     env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True")
     if (harbor / "docker-config").is_dir():
         env["DOCKER_CONFIG"] = str(harbor / "docker-config")
-    leg = Leg("harbor", agent, command, work / f"{name}.log")
+    leg = Leg("harbor", agent, commands, work / f"{name}.log")
     run_leg(leg, env)
-    for result in sorted((jobs / name).glob("*/result.json")):
+    for result in sorted(jobs.glob(f"{name}-*/*/result.json")):
         trial = json.loads(result.read_text())
         task = Path(trial["config"]["task"]["path"]).name
         leg.verdicts[task] = harbor_verdict(trial)
@@ -273,15 +318,14 @@ def report(tasks: list[str], rounds: list[list[Leg]]) -> None:
     that changed between rounds, the reasons, and the commands."""
     legs = rounds[0]
     heads = [f"{leg.runner} {leg.agent}" for leg in legs]
-    width = max(len(t) for t in [*tasks, "task"])
+    label = "wall time" if len(rounds) == 1 else f"wall, median of {len(rounds)} (min-max)"
+    width = max(len(t) for t in [*tasks, label])
     print(f"\n{'task':<{width}}  " + "  ".join(f"{h:<15}" for h in heads))
     for task in tasks:
         print(f"{task:<{width}}  " + "  ".join(f"{leg.verdicts[task].word:<15}" for leg in legs))
     print(
         f"{'passed':<{width}}  " + "  ".join(f"{f'{leg.passes}/{len(tasks)}':<15}" for leg in legs)
     )
-    label = "wall time" if len(rounds) == 1 else f"wall, median of {len(rounds)} (min-max)"
-    width = max(width, len(label))
     times = [wall([r[i] for r in rounds]) for i in range(len(legs))]
     print(f"{label:<{width}}  " + "  ".join(f"{t:<15}" for t in times))
     for later in rounds[1:]:
@@ -299,9 +343,8 @@ def report(tasks: list[str], rounds: list[list[Leg]]) -> None:
                 print(f"  {leg.runner} {leg.agent} / {task}: {verdict.word}: {verdict.why[:300]}")
     print("\ncommands (each output in the log beside it):")
     for leg in (leg for legs in rounds for leg in legs):
-        print(
-            f"  [{leg.wall_s:.1f} s, exit {leg.exit_code}] {shlex.join(leg.command)}\n      log: {leg.log}"
-        )
+        commands = "\n      ".join(shlex.join(c) for c in leg.commands)
+        print(f"  [{leg.wall_s:.1f} s, exit {leg.exit_code}] {commands}\n      log: {leg.log}")
 
 
 def main() -> None:
@@ -370,11 +413,12 @@ def main() -> None:
     for line in tag_bases(from_names(suite), args.base_image):
         print(f"  {line}")
     refused = harbor_refusals(args.harbor, suite, tasks) if harbor_ok else {}
+    groups = harbor_groups(suite, tasks, work)
 
     def round_of(ours: str, theirs: str, tag: str) -> list[Leg]:
         legs = [evalrun_leg(suite, ours, work, args.concurrency, tag)]
         if harbor_ok:
-            legs.append(harbor_leg(args.harbor, suite, theirs, work, args.concurrency, tag))
+            legs.append(harbor_leg(args.harbor, groups, theirs, work, args.concurrency, tag))
         return legs
 
     if not args.no_warmup:
