@@ -61,6 +61,7 @@ CACHE = Path("/var/cache/evalrun-bench")
 REGISTRIES_BASE = "evalrun-bench/debian-registries:bookworm"
 # (evalrun's agent, Harbor's agent) - the gold solution, then nothing at all.
 AGENTS = (("oracle", "oracle"), ("noop", "nop"))
+ERROR_LINE = re.compile(r"^[A-Za-z_.]*(Error|Exception): ")
 FROM_LINE = re.compile(
     r"^\s*FROM\s+(?:--\S+\s+)*(\S+)(?:\s+AS\s+(\S+))?", re.IGNORECASE | re.MULTILINE
 )
@@ -97,15 +98,33 @@ class Verdict:
 
 
 @dataclass
+class Job:
+    """One process of a leg: its command, the tasks it runs, its log, how it ended."""
+
+    command: list[str]
+    tasks: list[str]
+    log: Path
+    exit_code: int = 0
+    error: str = ""  # the last error the process printed, when it exited non-zero
+
+
+@dataclass(frozen=True)
+class Group:
+    """Tasks Harbor runs as one job: their folder and the compose overlay for their builds."""
+
+    folder: Path
+    tasks: list[str]
+    overlay: Path
+
+
+@dataclass
 class Leg:
-    """One runner with one agent over the whole suite."""
+    """One runner with one agent over the whole suite (Harbor: a job per group, `harbor_groups`)."""
 
     runner: str
     agent: str
-    commands: list[list[str]]  # Harbor: one job per group of tasks (see `harbor_groups`)
-    log: Path
+    jobs: list[Job]
     wall_s: float = 0.0
-    exit_code: int = 0
     verdicts: dict[str, Verdict] = field(default_factory=dict)
 
     @property
@@ -165,17 +184,35 @@ def tag_bases(names: list[str], base: str) -> list[str]:
 
 
 def run_leg(leg: Leg, env: dict[str, str] | None = None) -> None:
-    """Run the leg's commands one after the other, their output to its log; the total wall time
-    and the first non-zero exit code on the leg."""
-    with leg.log.open("w") as out:
-        start = time.monotonic()
-        for command in leg.commands:
-            done = subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, env=env)
-            leg.exit_code = leg.exit_code or done.returncode
-        leg.wall_s = time.monotonic() - start
+    """Run the leg's jobs one after the other, each one's output to its log; the total wall time
+    on the leg, how each ended on the job."""
+    start = time.monotonic()
+    for job in leg.jobs:
+        with job.log.open("w") as out:
+            done = subprocess.run(job.command, stdout=out, stderr=subprocess.STDOUT, env=env)
+        job.exit_code = done.returncode
+        if done.returncode:
+            job.error = last_error(job.log.read_text(errors="replace"))
+    leg.wall_s = time.monotonic() - start
 
 
-def evalrun_leg(suite: Path, agent: str, work: Path, concurrency: int, tag: str) -> Leg:
+def last_error(log: str) -> str:
+    """The last `SomeError: message` of a log, its lines joined (unboxed from rich's frames)."""
+    lines = [line.strip("│╭╮╰╯─ \t") for line in log.splitlines()]
+    starts = [i for i, line in enumerate(lines) if ERROR_LINE.match(line)]
+    if not starts:
+        return ""
+    message = []
+    for line in lines[starts[-1] :]:
+        if not line:
+            break
+        message.append(line)
+    return " ".join(message)
+
+
+def evalrun_leg(
+    suite: Path, tasks: list[str], agent: str, work: Path, concurrency: int, tag: str
+) -> Leg:
     run_dir = work / f"evalrun-{agent}{tag}"
     command = [
         str(Path(sys.executable).with_name("evalrun")),
@@ -187,7 +224,7 @@ def evalrun_leg(suite: Path, agent: str, work: Path, concurrency: int, tag: str)
         "trials=1",
         f"run_dir={run_dir}",
     ]
-    leg = Leg("evalrun", agent, [command], work / f"evalrun-{agent}{tag}.log")
+    leg = Leg("evalrun", agent, [Job(command, tasks, work / f"evalrun-{agent}{tag}.log")])
     run_leg(leg)
     if not (run_dir / "plan.json").is_file():
         return leg  # the run did not start: fill_gaps names the log
@@ -200,8 +237,8 @@ def evalrun_leg(suite: Path, agent: str, work: Path, concurrency: int, tag: str)
     return leg
 
 
-def harbor_groups(suite: Path, tasks: list[str], work: Path) -> list[tuple[Path, Path]]:
-    """(task folder, compose overlay) for each Harbor job. Harbor's `--extra-docker-compose`
+def harbor_groups(suite: Path, tasks: list[str], work: Path) -> list[Group]:
+    """The task folder, tasks and compose overlay of each Harbor job. Harbor's `--extra-docker-compose`
     applies to every task of a job, and a service it names that a task lacks would be added to
     that task; so tasks whose docker-compose.yaml builds sidecars run in a job of their own, whose
     overlay gives `main` and those sidecars the host's network for their builds."""
@@ -232,13 +269,13 @@ def harbor_groups(suite: Path, tasks: list[str], work: Path) -> list[tuple[Path,
         build = {"build": {"network": "host"}}
         overlay = work / f"build-network-host-{number}.yaml"
         overlay.write_text(yaml.safe_dump({"services": {n: build for n in ("main", *sidecars)}}))
-        found.append((folder, overlay))
+        found.append(Group(folder, members, overlay))
     return found
 
 
 def harbor_leg(
     harbor: Path,
-    groups: list[tuple[Path, Path]],
+    groups: list[Group],
     agent: str,
     work: Path,
     concurrency: int,
@@ -246,18 +283,17 @@ def harbor_leg(
 ) -> Leg:
     jobs = work / "harbor-jobs"
     name = f"harbor-{agent}{tag}"
-    commands = [
-        [
-            str(harbor / "venv" / "bin" / "harbor"), "run", "-p", str(folder), "-a", agent, "-e", "docker",
-            "-n", str(concurrency), "-o", str(jobs), "--job-name", f"{name}-{number}", "-y", "-q",
-            "--extra-docker-compose", str(overlay),
-        ]
-        for number, (folder, overlay) in enumerate(groups)
-    ]  # fmt: skip
+    leg = Leg("harbor", agent, [])
+    for number, group in enumerate(groups):
+        command = [
+            str(harbor / "venv" / "bin" / "harbor"), "run", "-p", str(group.folder), "-a", agent,
+            "-e", "docker", "-n", str(concurrency), "-o", str(jobs), "--job-name", f"{name}-{number}",
+            "-y", "-q", "--extra-docker-compose", str(group.overlay),
+        ]  # fmt: skip
+        leg.jobs.append(Job(command, group.tasks, work / f"{name}-{number}.log"))
     env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True")
     if (harbor / "docker-config").is_dir():
         env["DOCKER_CONFIG"] = str(harbor / "docker-config")
-    leg = Leg("harbor", agent, commands, work / f"{name}.log")
     run_leg(leg, env)
     for result in sorted(jobs.glob(f"{name}-*/*/result.json")):
         trial = json.loads(result.read_text())
@@ -296,14 +332,16 @@ def fill_gaps(leg: Leg, tasks: list[str], refused: dict[str, str]) -> None:
     for task in tasks:
         if task in leg.verdicts:
             continue
+        job = next(j for j in leg.jobs if task in j.tasks)
         if leg.runner == "harbor" and task in refused:
-            leg.verdicts[task] = Verdict(
-                "skipped", f"dropped without a word; Harbor's model: {refused[task]}"
-            )
+            why = f"dropped without a word; Harbor's model: {refused[task]}"
+            leg.verdicts[task] = Verdict("skipped", why)
         else:
-            leg.verdicts[task] = Verdict(
-                "absent", f"no result ({leg.runner} exited {leg.exit_code}; see {leg.log})"
+            ended = (
+                f"exited {job.exit_code}: {job.error}" if job.error else f"exited {job.exit_code}"
             )
+            why = f"no result: {leg.runner} {ended} (log: {job.log})"
+            leg.verdicts[task] = Verdict("error" if job.exit_code else "absent", why)
 
 
 def wall(rounds: list[Leg]) -> str:
@@ -343,8 +381,9 @@ def report(tasks: list[str], rounds: list[list[Leg]]) -> None:
                 print(f"  {leg.runner} {leg.agent} / {task}: {verdict.word}: {verdict.why[:300]}")
     print("\ncommands (each output in the log beside it):")
     for leg in (leg for legs in rounds for leg in legs):
-        commands = "\n      ".join(shlex.join(c) for c in leg.commands)
-        print(f"  [{leg.wall_s:.1f} s, exit {leg.exit_code}] {commands}\n      log: {leg.log}")
+        print(f"  [{leg.runner} {leg.agent}: {leg.wall_s:.1f} s]")
+        for job in leg.jobs:
+            print(f"    exit {job.exit_code}: {shlex.join(job.command)}\n      log: {job.log}")
 
 
 def main() -> None:
@@ -416,7 +455,7 @@ def main() -> None:
     groups = harbor_groups(suite, tasks, work)
 
     def round_of(ours: str, theirs: str, tag: str) -> list[Leg]:
-        legs = [evalrun_leg(suite, ours, work, args.concurrency, tag)]
+        legs = [evalrun_leg(suite, tasks, ours, work, args.concurrency, tag)]
         if harbor_ok:
             legs.append(harbor_leg(args.harbor, groups, theirs, work, args.concurrency, tag))
         return legs
