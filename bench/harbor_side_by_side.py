@@ -344,6 +344,13 @@ def fill_gaps(leg: Leg, tasks: list[str], refused: dict[str, str]) -> None:
             leg.verdicts[task] = Verdict("error" if job.exit_code else "absent", why)
 
 
+def clipped(text: str, keep: int = 360) -> str:
+    """`text` cut in the middle when long: a failure's cause is often at its end (Harbor puts
+    the command's output after the whole compose command line)."""
+    text = " ".join(text.split())
+    return text if len(text) <= keep else f"{text[: keep // 3]} [...] {text[-2 * keep // 3 :]}"
+
+
 def wall(rounds: list[Leg]) -> str:
     times = sorted(leg.wall_s for leg in rounds)
     if len(times) == 1:
@@ -378,7 +385,9 @@ def report(tasks: list[str], rounds: list[list[Leg]]) -> None:
         for task in tasks:
             verdict = leg.verdicts[task]
             if verdict.word != "pass" and verdict.why:
-                print(f"  {leg.runner} {leg.agent} / {task}: {verdict.word}: {verdict.why[:300]}")
+                print(
+                    f"  {leg.runner} {leg.agent} / {task}: {verdict.word}: {clipped(verdict.why)}"
+                )
     print("\ncommands (each output in the log beside it):")
     for leg in (leg for legs in rounds for leg in legs):
         print(f"  [{leg.runner} {leg.agent}: {leg.wall_s:.1f} s]")
