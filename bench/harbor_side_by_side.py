@@ -1,6 +1,6 @@
 """evalrun and Harbor side by side on the same Harbor-format task folders (issue 26's measure).
 
-    bench/harbor_env.sh                                  # Harbor 0.26.0 in a venv of its own, once
+    bench/harbor_env.sh                                  # Harbor 0.26.0 in an environment of its own, once
     .venv/bin/python bench/harbor_side_by_side.py [--tasks-dir DIR ...] [--concurrency 2]
 
 The task folders of every `--tasks-dir` (default: the repository's Harbor fixtures that exist -
@@ -26,7 +26,7 @@ so the wall times compare warm runs.
 Printed: a row per task (pass / fail / error / skipped, and why for the last two), the pass
 count and wall time of each runner and agent, each exact command, and what could not run and
 why. Harbor drops a folder its task model refuses without a word; its reason is asked of
-Harbor's own `Task.is_valid_dir` / `TaskConfig` in its venv. A sample passes at reward >= 1
+Harbor's own `Task.is_valid_dir` / `TaskConfig` in its environment. A sample passes at reward >= 1
 in both (Harbor's `reward` key, else the mean of its rewards). Nothing here asserts; the
 figures go into docs/harbor.md. Not run in CI: it needs bench/harbor_env.sh's environment.
 """
@@ -66,7 +66,7 @@ FROM_LINE = re.compile(
     r"^\s*FROM\s+(?:--\S+\s+)*(\S+)(?:\s+AS\s+(\S+))?", re.IGNORECASE | re.MULTILINE
 )
 
-# Run with the Python of Harbor's venv: why Harbor's task model refuses each folder it would drop.
+# Run with the Python of Harbor's environment: why Harbor's task model refuses each folder it would drop.
 HARBOR_REFUSALS = """
 import json, sys
 from pathlib import Path
@@ -286,14 +286,12 @@ def harbor_leg(
     leg = Leg("harbor", agent, [])
     for number, group in enumerate(groups):
         command = [
-            str(harbor / "venv" / "bin" / "harbor"), "run", "-p", str(group.folder), "-a", agent,
+            str(harbor / "bin" / "harbor"), "run", "-p", str(group.folder), "-a", agent,
             "-e", "docker", "-n", str(concurrency), "-o", str(jobs), "--job-name", f"{name}-{number}",
             "-y", "-q", "--extra-docker-compose", str(group.overlay),
         ]  # fmt: skip
         leg.jobs.append(Job(command, group.tasks, work / f"{name}-{number}.log"))
-    env = dict(os.environ, LITELLM_LOCAL_MODEL_COST_MAP="True")
-    if (harbor / "docker-config").is_dir():
-        env["DOCKER_CONFIG"] = str(harbor / "docker-config")
+    env = harbor_environ(harbor, work)
     run_leg(leg, env)
     for result in sorted(jobs.glob(f"{name}-*/*/result.json")):
         trial = json.loads(result.read_text())
@@ -317,11 +315,22 @@ def harbor_verdict(trial: dict) -> Verdict:
     return Verdict("pass" if reward >= 1 else "fail", why)
 
 
-def harbor_refusals(harbor: Path, suite: Path, tasks: list[str]) -> dict[str, str]:
-    python = str(harbor / "venv" / "bin" / "python")
+def harbor_environ(harbor: Path, work: Path) -> dict[str, str]:
+    """Harbor's variables: the work folder shared at the same path (HARBOR_BIND, for
+    harbor_env.sh's Debian route), its compose plugin's DOCKER_CONFIG if harbor_env.sh made one,
+    and litellm's bundled cost map (Harbor imports litellm, which else spends seconds failing
+    to download it here)."""
+    env = dict(os.environ, HARBOR_BIND=str(work), LITELLM_LOCAL_MODEL_COST_MAP="True")
+    if (harbor / "docker-config").is_dir():
+        env["DOCKER_CONFIG"] = str(harbor / "docker-config")
+    return env
+
+
+def harbor_refusals(harbor: Path, suite: Path, tasks: list[str], work: Path) -> dict[str, str]:
+    python = str(harbor / "bin" / "python")
     done = subprocess.run(
         [python, "-c", HARBOR_REFUSALS, *(str(suite / t) for t in tasks)],
-        capture_output=True, text=True, check=True,
+        capture_output=True, text=True, check=True, env=harbor_environ(harbor, work),
     )  # fmt: skip
     return dict(json.loads(done.stdout))
 
@@ -434,20 +443,20 @@ def main() -> None:
         sys.exit("no Docker engine answers `docker info` (start one: scripts/docker-engine.sh)")
     if not has_image(args.base_image):
         sys.exit(f"no base image {args.base_image} (build it: scripts/build-base-image.sh)")
-    harbor_ok = (args.harbor / "venv" / "bin" / "harbor").is_file()
+    harbor_ok = (args.harbor / "bin" / "harbor").is_file()
     if not harbor_ok:
         not_run.append(
-            f"Harbor: no {args.harbor}/venv/bin/harbor - run bench/harbor_env.sh {args.harbor}"
+            f"Harbor: no {args.harbor}/bin/harbor - run bench/harbor_env.sh {args.harbor}"
         )
 
-    work = args.work or CACHE / "side-by-side" / time.strftime("%Y%m%d-%H%M%S")
+    work = (args.work or CACHE / "side-by-side" / time.strftime("%Y%m%d-%H%M%S")).resolve()
     work.mkdir(parents=True, exist_ok=True)
     suite = work / "suite"
     tasks = stage_suite(dirs, suite)
     print(f"suite: {len(tasks)} task folders from {', '.join(str(d) for d in dirs)} -> {suite}")
     harbor_version = (
         subprocess.run(
-            [str(args.harbor / "venv" / "bin" / "harbor"), "--version"],
+            [str(args.harbor / "bin" / "harbor"), "--version"],
             capture_output=True,
             text=True,
         ).stdout.strip()
@@ -455,12 +464,12 @@ def main() -> None:
         else "-"
     )
     print(
-        f"runners: evalrun from {Path(evalrun.__file__).parent} ({sys.executable}); Harbor {harbor_version} from {args.harbor}/venv"
+        f"runners: evalrun from {Path(evalrun.__file__).parent} ({sys.executable}); Harbor {harbor_version} from {args.harbor}"
     )
     print("images:")
     for line in tag_bases(from_names(suite), args.base_image):
         print(f"  {line}")
-    refused = harbor_refusals(args.harbor, suite, tasks) if harbor_ok else {}
+    refused = harbor_refusals(args.harbor, suite, tasks, work) if harbor_ok else {}
     groups = harbor_groups(suite, tasks, work)
 
     def round_of(ours: str, theirs: str, tag: str) -> list[Leg]:
