@@ -72,8 +72,12 @@ via_venv() {
     ln -sf "$dir/venv/bin/docker-compose" "$dir/docker-config/cli-plugins/docker-compose"
   fi
   mkdir -p "$dir/bin"
-  ln -sf ../venv/bin/harbor "$dir/bin/harbor"
-  ln -sf ../venv/bin/python "$dir/bin/python"
+  local name
+  for name in harbor python; do  # not symlinks: a venv's python finds its venv by its own path
+    rm -f "$dir/bin/$name"
+    printf '#!/bin/sh\nexec "%s" "$@"\n' "$dir/venv/bin/$name" >"$dir/bin/$name"
+    chmod +x "$dir/bin/$name"
+  done
 }
 
 via_debian() {
