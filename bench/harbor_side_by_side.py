@@ -82,7 +82,10 @@ for folder in sys.argv[1:]:
         config = TaskConfig.model_validate_toml(paths.config_path.read_text())
         Task._validate_input_paths(config, paths)
         Task._validate_tests(config, paths)
-        reason = "Task.is_valid_dir is false (no docker_image and no environment/ folder?)"
+        if not config.environment.docker_image and not paths.environment_dir.is_dir():
+            reason = "no [environment] docker_image and no environment/ folder"
+        else:
+            reason = "Task.is_valid_dir is false"
     except Exception as exc:
         lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
         reason = ": ".join(lines[1:3] if len(lines) > 2 else lines)
