@@ -371,7 +371,7 @@ def wall(rounds: list[Leg]) -> str:
     times = sorted(leg.wall_s for leg in rounds)
     if len(times) == 1:
         return f"{times[0]:.1f} s"
-    return f"{statistics.median(times):.1f} s ({times[0]:.0f}-{times[-1]:.0f})"
+    return f"{statistics.median(times):.1f} s ({times[0]:.1f}-{times[-1]:.1f})"
 
 
 def report(tasks: list[str], rounds: list[list[Leg]]) -> None:
