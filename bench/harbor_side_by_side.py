@@ -4,7 +4,7 @@
     .venv/bin/python bench/harbor_side_by_side.py [--tasks-dir DIR ...] [--concurrency 2]
 
 The task folders of every `--tasks-dir` (default: the repository's Harbor fixtures that exist -
-tests/fixtures/harbor, harbor-separate, harbor-compose, harbor-mcp) are copied into one suite
+tests/fixtures/harbor, harbor-separate, harbor-compose, harbor-network, harbor-mcp) are copied into one suite
 folder, and on the same machine, one after the other, each runner runs it on Docker with its
 oracle agent and its do-nothing agent (evalrun's `noop`, Harbor's `nop`), 1 trial per task, the
 same number of samples in flight:
@@ -55,7 +55,7 @@ from evalrun.rundir.log import RunLog
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = [
     ROOT / "tests" / "fixtures" / n
-    for n in ("harbor", "harbor-separate", "harbor-compose", "harbor-mcp")
+    for n in ("harbor", "harbor-separate", "harbor-compose", "harbor-network", "harbor-mcp")
 ]
 CACHE = Path("/var/cache/evalrun-bench")
 REGISTRIES_BASE = "evalrun-bench/debian-registries:bookworm"
