@@ -4,9 +4,9 @@
     .venv/bin/python bench/harbor_side_by_side.py [--tasks-dir DIR ...] [--concurrency 2]
 
 The task folders of every `--tasks-dir` (default: the repository's Harbor fixtures that exist -
-tests/fixtures/harbor, harbor-separate, harbor-compose, harbor-network, harbor-mcp) are copied into one suite
-folder, and on the same machine, one after the other, each runner runs it on Docker with its
-oracle agent and its do-nothing agent (evalrun's `noop`, Harbor's `nop`), 1 trial per task, the
+tests/fixtures/harbor, harbor-separate, harbor-compose, harbor-network, harbor-mcp) are copied
+into one suite folder, and on the same machine, one after the other, each runner runs it on
+Docker with its oracle agent and its do-nothing agent (evalrun's `noop`, Harbor's `nop`), 1 trial per task, the
 same number of samples in flight:
 
     evalrun tasks_dir=<suite> sandbox=docker agent=oracle sandbox.build_network=host concurrency=N
