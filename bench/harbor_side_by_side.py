@@ -1,13 +1,13 @@
 """evalrun and Harbor side by side on the same Harbor-format task folders (issue 26's measure).
 
-    bench/harbor_env.sh                                  # Harbor 0.26.0 in an environment of its own, once
-    .venv/bin/python bench/harbor_side_by_side.py [--tasks-dir DIR ...] [--concurrency 2]
+    bench/harbor_env.sh                            # Harbor 0.26.0 in an environment of its own
+    .venv/bin/python bench/harbor_side_by_side.py [--tasks-dir DIR ...] [--rounds 3]
 
 The task folders of every `--tasks-dir` (default: the repository's Harbor fixtures that exist -
 tests/fixtures/harbor, harbor-separate, harbor-compose, harbor-network, harbor-mcp) are copied
 into one suite folder, and on the same machine, one after the other, each runner runs it on
-Docker with its oracle agent and its do-nothing agent (evalrun's `noop`, Harbor's `nop`), 1 trial per task, the
-same number of samples in flight:
+Docker with its oracle agent and its do-nothing agent (evalrun's `noop`, Harbor's `nop`), 1
+trial per task, the same number of samples in flight:
 
     evalrun tasks_dir=<suite> sandbox=docker agent=oracle sandbox.build_network=host concurrency=N
     harbor run -p <suite> -a oracle -e docker -n N --extra-docker-compose <build-network overlay>
