@@ -378,17 +378,15 @@ def report(tasks: list[str], rounds: list[list[Leg]]) -> None:
     """The table of the first round's verdicts with every round's wall times; then each verdict
     that changed between rounds, the reasons, and the commands."""
     legs = rounds[0]
-    heads = [f"{leg.runner} {leg.agent}" for leg in legs]
     label = "wall time" if len(rounds) == 1 else f"wall, median of {len(rounds)} (min-max)"
-    width = max(len(t) for t in [*tasks, label])
-    print(f"\n{'task':<{width}}  " + "  ".join(f"{h:<15}" for h in heads))
-    for task in tasks:
-        print(f"{task:<{width}}  " + "  ".join(f"{leg.verdicts[task].word:<15}" for leg in legs))
-    print(
-        f"{'passed':<{width}}  " + "  ".join(f"{f'{leg.passes}/{len(tasks)}':<15}" for leg in legs)
-    )
-    times = [wall([r[i] for r in rounds]) for i in range(len(legs))]
-    print(f"{label:<{width}}  " + "  ".join(f"{t:<15}" for t in times))
+    rows = [["task", *(f"{leg.runner} {leg.agent}" for leg in legs)]]
+    rows += [[task, *(leg.verdicts[task].word for leg in legs)] for task in tasks]
+    rows.append(["passed", *(f"{leg.passes}/{len(tasks)}" for leg in legs)])
+    rows.append([label, *(wall([r[i] for r in rounds]) for i in range(len(legs)))])
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    print()
+    for row in rows:
+        print("  ".join(f"{cell:<{width}}" for cell, width in zip(row, widths, strict=True)))
     for later in rounds[1:]:
         for first, leg in zip(legs, later, strict=True):
             for task in tasks:
