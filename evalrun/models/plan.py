@@ -36,6 +36,13 @@ class PlannedTask(BaseModel):
     fields: dict[str, Any] = Field(default_factory=dict)
 
 
+class RegradeSource(BaseModel):
+    """What a regrade run (`evalrun regrade`) graded again: the source run, by id and folder."""
+
+    run_id: str
+    run_dir: str
+
+
 class PlanFile(BaseModel):
     """plan.json: what a run set out to do, fixed before its first sample. Written by the
     runner (`RunPlan.to_plan_file`) and by `evalrun online`, through `RunStore.write_plan`."""
@@ -58,6 +65,8 @@ class PlanFile(BaseModel):
     cells: int | None = None
     provenance: dict[str, Any] | None = None
     skipped: list[SkippedEntry] = Field(default_factory=list)
+    regrade_of: RegradeSource | None = None
+    """Set on a regrade's run: the source run whose kept workspaces it graded again."""
 
     def cell_keys(self) -> list[CellKey]:
         """The planned cells in plan order (task, then trial)."""

@@ -33,6 +33,7 @@ from evalrun.console import make_console, styled
 from evalrun.errors import UsageError, bad_value
 from evalrun.models.records import CellKey, SampleRecord, SkipKind, SkippedEntry
 from evalrun.run.engine import Batch
+from evalrun.run.final_workspace import KeepCaps, WorkspaceKeeper
 from evalrun.run.judges import Judge, NoJudge, build_judge
 from evalrun.run.trial import Limits
 from evalrun.rundir.dirs import is_dir_template
@@ -101,6 +102,7 @@ class RunPlan:
     warnings: tuple[str, ...] = ()
     secrets: SecretValues = field(repr=False, default_factory=SecretValues)
     new_dir: bool = False  # run_dir is a template (`runs/${now:...}-eval`): claim a fresh one
+    keep_caps: KeepCaps | None = None  # final workspaces kept within these (None: not kept)
 
     @property
     def unloadable(self) -> list[SkippedEntry]:
@@ -116,8 +118,15 @@ class RunPlan:
     @property
     def batch(self) -> Batch:
         """What each of the run's samples runs with (`evalrun.run.engine.execute`)."""
+        keeper = None if self.keep_caps is None else WorkspaceKeeper(self.run_dir, self.keep_caps)
         return Batch(
-            self.agent, self.backend, self.limits, self.run_id, self.concurrency, self.judge
+            self.agent,
+            self.backend,
+            self.limits,
+            self.run_id,
+            self.concurrency,
+            self.judge,
+            keeper,
         )
 
     def to_plan_file(self) -> PlanFile:
@@ -306,7 +315,7 @@ def agent_for_suite(suite: SuiteKind, agent: Agent) -> Agent:
     return RecordingAgent(agent)
 
 
-def _instantiate(node: DictConfig, group: str, **kwargs: Any) -> Any:
+def instantiate_group(node: DictConfig, group: str, **kwargs: Any) -> Any:
     try:
         return instantiate(node, **kwargs)
     except InstantiationException as exc:
@@ -348,7 +357,7 @@ def build(cfg: DictConfig) -> RunPlan:
     )
     ids = as_list(cfg.ids, "ids")
     skipped = refuse_unloadable(suite, ids)
-    backend = _instantiate(cfg.sandbox, "sandbox", keep_workspaces=cfg.keep_workspaces)
+    backend = instantiate_group(cfg.sandbox, "sandbox", keep_workspaces=cfg.keep_workspaces)
     chosen = select(
         suite.tasks,
         tags=as_list(cfg.tags, "tags"),
@@ -386,8 +395,8 @@ def build(cfg: DictConfig) -> RunPlan:
         ),
         dry_run=cfg.dry_run,
         backend=backend,
-        agent=agent_for_suite(cfg.suite, _instantiate(cfg.agent, "agent")),
-        tracker=_instantiate(cfg.tracker, "tracker"),
+        agent=agent_for_suite(cfg.suite, instantiate_group(cfg.agent, "agent")),
+        tracker=instantiate_group(cfg.tracker, "tracker"),
         profile=profile_for(cfg.profile, cfg.baseline),
         judge=build_judge(cfg.judge),
         suite=cfg.suite,
@@ -396,6 +405,7 @@ def build(cfg: DictConfig) -> RunPlan:
         max_errors=cfg.max_errors,
         secrets=secrets,
         new_dir=is_dir_template(cfg, "run_dir"),
+        keep_caps=KeepCaps.of(cfg.final_workspaces),
     )
     warn_if_not_isolated(plan.backend, plan.agent)
     warn_unenforced(plan.backend, plan.tasks)

@@ -13,6 +13,7 @@ these two modules.
   samples.jsonl    one SampleRecord per finished sample, appended, flushed and fsynced
   summary.json     metrics over samples.jsonl and the run's state (rewritten at the end of a run)
   samples/<task>/<trial>/{setup,agent,verify}.log
+  samples/<task>/<trial>/workspace.tar.gz   the final workspace, kept for `evalrun regrade`
 ```
 
 One run, one directory, one writer:
@@ -57,6 +58,7 @@ PLAN_FILE = "plan.json"
 CONFIG_FILE = "config.yaml"
 OVERRIDES_FILE = "overrides.yaml"
 LOCK_FILE = "writer.lock"
+FINAL_WORKSPACE_FILE = "workspace.tar.gz"  # in a sample's folder (evalrun.run.final_workspace)
 MAX_SUFFIX = 1000
 LOG_CHARS = 8_000_000  # a per-sample log keeps its last this many characters
 
@@ -134,10 +136,20 @@ class RunStore:
             self._handle = None
 
     def write_log(self, key: CellKey, name: str, text: str) -> None:
-        folder = self.run_dir / "samples" / key.task_id / str(key.trial)
+        folder = sample_dir(self.run_dir, key)
         folder.mkdir(parents=True, exist_ok=True)
         text = escape_surrogates(tail_text(text, LOG_CHARS))
         (folder / name).write_text(self.secrets.scrub(text), encoding="utf-8", errors="replace")
+
+
+def sample_dir(run_dir: Path, key: CellKey) -> Path:
+    """The folder of a sample's logs and kept workspace: `samples/<task>/<trial>`."""
+    return Path(run_dir) / "samples" / key.task_id / str(key.trial)
+
+
+def final_workspace_path(run_dir: Path, key: CellKey) -> Path:
+    """Where a sample's final workspace is kept (`evalrun.run.final_workspace`)."""
+    return sample_dir(run_dir, key) / FINAL_WORKSPACE_FILE
 
 
 def _serialised(record: SampleRecord) -> bytes:
