@@ -16,6 +16,7 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import suppress
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from evalrun.agents.base import Agent
@@ -126,8 +127,7 @@ async def execute(
                 return
             try:
                 if batch.attempt is not None:
-                    regrade = batch.attempt
-                    rec = await retried(lambda: regrade(task, trial, log), limits, stop_reason)
+                    rec = await retried(partial(batch.attempt, task, trial, log), limits)
                 else:
                     rec = await run_sample(
                         task, trial, agent, backend, limits, run_id, log, stop_reason, batch.keeper
