@@ -41,6 +41,8 @@ def read_row(run_dir: Path) -> RunRow:
         status = run.state().describe(shown=3)
     except UsageError as exc:
         return RunRow(run_dir, 0.0, "?", "?", 0, 0, None, None, f"unreadable: {exc}")
+    if run.plan.regrade_of is not None:
+        status += f" - regraded from {Path(run.plan.regrade_of.run_dir).name}"
     writer = current_writer(run_dir)
     if writer is not None:
         status += f" - being written by pid {writer.pid} ({writer.what})"

@@ -213,4 +213,4 @@ def _inert(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
 
 
 def _mb(size: int) -> str:
-    return f"{size / MIB:.1f} MB"
+    return f"{size / MIB:.1f} MB" if size >= MIB // 10 else f"{size:,} bytes"
