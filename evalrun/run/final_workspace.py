@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import IO, cast
 
 from evalrun.config.schema import FinalWorkspacesConf
-from evalrun.errors import SandboxError
 from evalrun.models.records import CellKey, KeptWorkspace
 from evalrun.rundir.store import FINAL_WORKSPACE_FILE, final_workspace_path
 from evalrun.sandbox.base import Sandbox
@@ -104,9 +103,10 @@ class WorkspaceKeeper:
                 return self._not(f"its archive would pass {quota}; {_mb(room)} was left")
             limit = f"final_workspaces.max_mb_per_sample: {_mb(cap)}"
             return self._not(f"its archive is over the cap ({limit})")
-        except (NotKept, OSError, SandboxError, tarfile.TarError) as exc:
+        except Exception as exc:  # the workspace's state (or a harness bug): never the run's end
             part.unlink(missing_ok=True)
-            return self._not(str(exc) or type(exc).__name__)
+            said = str(exc) if isinstance(exc, NotKept) else f"{type(exc).__name__}: {exc}"
+            return self._not(said)
         if size > self.caps.run_bytes - self.used:  # samples packed side by side took the room
             part.unlink(missing_ok=True)
             return self._not(f"its archive would pass {quota}")
@@ -130,18 +130,29 @@ async def pack(box: Sandbox, dest: Path, cap: int, deadline_s: float) -> int:
 
 
 def _pack_folder(root: Path, dest: Path, cap: int, deadline: float) -> int:
-    """Tar `root`'s entries into `dest` on the host: links as links, special files left out."""
-
-    def plain(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
-        if time.monotonic() > deadline:
-            raise NotKept("packing it took longer than the verifier's timeout")
-        return info if info.type in KEEPABLE else None
-
+    """Tar `root`'s entries into `dest` on the host: links as links, special files left out.
+    The tree is walked with a stack of its own, so a chain of folders thousands deep packs like
+    any other."""
     with dest.open("wb") as raw:
         sink = cast("IO[bytes]", _Capped(raw, cap))
         with tarfile.open(fileobj=sink, mode="w|gz", format=tarfile.PAX_FORMAT) as tar:
-            for name in sorted(os.listdir(root)):
-                tar.add(root / name, arcname=name, filter=plain)
+            todo = [""]
+            while todo:
+                folder = todo.pop()
+                for entry in sorted(os.scandir(root / folder), key=lambda e: e.name):
+                    if time.monotonic() > deadline:
+                        raise NotKept("packing it took longer than the verifier's timeout")
+                    name = f"{folder}/{entry.name}" if folder else entry.name
+                    info = tar.gettarinfo(entry.path, arcname=name)
+                    if info.type not in KEEPABLE:
+                        continue
+                    if info.isreg():
+                        with open(entry.path, "rb") as data:
+                            tar.addfile(info, data)
+                    else:
+                        tar.addfile(info)
+                    if info.isdir():
+                        todo.append(name)
     return dest.stat().st_size
 
 

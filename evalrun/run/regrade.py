@@ -107,8 +107,8 @@ class RegradePlan:
     skipped: tuple[SkippedEntry, ...]
     backend: SandboxBackend = field(repr=False)
     limits: Limits = field(repr=False)
-    concurrency: int = 4
-    max_errors: int = 0
+    concurrency: int
+    max_errors: int
 
     @property
     def run_id(self) -> str:
