@@ -25,6 +25,7 @@ verifier runs apart keep no workspace.
 from __future__ import annotations
 
 import asyncio
+import copy
 import os
 import shutil
 import signal
@@ -180,11 +181,21 @@ def plan_regrade(source: RunLog, cfg: DictConfig, given: list[str], run_dir: Pat
         )
     check_numbers(cfg)
     ours = resolved_dict(cfg)
-    set_now = {override_name(o).split(".")[0] for o in given if "=" in o}
-    config = {**source.config}
+    config = copy.deepcopy(source.config)
     for knob in KNOBS:
-        if knob in set_now or knob not in config:
+        if knob not in config:
             config[knob] = ours[knob]
+    for key in (override_name(o) for o in given if "=" in o):
+        if key.split(".")[0] not in KNOBS:
+            continue
+        try:
+            _set_dotted(config, ours, key)
+        except (KeyError, TypeError):
+            group = key.split(".")[0]
+            raise UsageError(
+                f"{key}: not a key of the {group} the regrade would compose by default; "
+                f"name the {group} too (e.g. {group}=<name> {key}=...)"
+            ) from None
     config["run_dir"] = str(run_dir)
     sandbox_node = OmegaConf.create(config["sandbox"])
     backend = instantiate_group(sandbox_node, "sandbox", keep_workspaces=False)
@@ -239,6 +250,17 @@ def plan_regrade(source: RunLog, cfg: DictConfig, given: list[str], run_dir: Pat
         concurrency=int(config["concurrency"]),
         max_errors=int(config["max_errors"]),
     )
+
+
+def _set_dotted(config: dict[str, Any], ours: dict[str, Any], key: str) -> None:
+    """Set dotted `key` of `config` to its value in `ours` (`sandbox=docker` replaces the whole
+    node, `timeouts.verify_s=30` one leaf)."""
+    *parents, leaf = key.split(".")
+    target, source = config, ours
+    for part in parents:
+        source = source[part]
+        target = target.setdefault(part, {})
+    target[leaf] = source[leaf]
 
 
 def default_run_dir(source: RunLog) -> Path:
