@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -108,6 +109,22 @@ def test_a_run_quota_keeps_some_workspaces_and_says_why_not_the_rest(make_task, 
     said = " ".join(done.stdout.split())
     assert "3 samples not regraded:" in said
     assert "002-buggy#1: not regraded: its final workspace was not kept (" in said
+
+
+def test_a_task_gone_from_the_tasks_folder_is_named_and_the_rest_regraded(make_task, tmp_path):
+    suite = buggy_suite(make_task)
+    source = tmp_path / "source"
+    ran = evalrun(f"tasks_dir={suite}", f"run_dir={source}")
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    shutil.rmtree(suite / "002-buggy")
+
+    done = evalrun("regrade", str(source), f"run_dir={tmp_path / 'regraded'}")
+
+    assert done.returncode == 4, done.stdout + done.stderr  # as a run with unloadable tasks
+    said = " ".join(done.stdout.split())
+    assert "1 task not regraded:" in said
+    assert f"002-buggy (cannot load): no longer loads from {suite}: not regraded" in said
+    assert [r["task_id"] for r in records(tmp_path / "regraded")] == ["001-answer"]
 
 
 def test_over_the_per_sample_cap_nothing_is_kept_and_the_record_says_so(make_task, tmp_path):
