@@ -466,8 +466,8 @@ def say_changes(plan: RegradePlan, records: list[SampleRecord], console: Console
         said = ", ".join(f"{a.value}->{b.value} {n}" for (a, b), n in sorted(counts.items()))
         console.print(f"  {task_id}: {said}", highlight=False)
     missing = [r for r in records if r.outcome is Outcome.error and r.regrade_of is not None]
-    counts = [(len(missing), "sample"), (len(plan.skipped), "task")]
-    said = " and ".join(f"{n} {what}{'s' if n > 1 else ''}" for n, what in counts if n)
+    left = [(len(missing), "sample"), (len(plan.skipped), "task")]
+    said = " and ".join(f"{n} {what}{'s' if n > 1 else ''}" for n, what in left if n)
     if said:
         console.print(styled("[yellow]{} not regraded:[/]", said))
     for record in missing:
