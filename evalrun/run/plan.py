@@ -45,7 +45,7 @@ from evalrun.tasks.base import Difficulty, setup_bytes
 from evalrun.tasks.loader import Suite, Task, runnable_on, scan_suite, unenforced_limits
 
 if TYPE_CHECKING:
-    from evalrun.models.plan import PlanFile
+    from evalrun.models.plan import PlanFile, PlannedTask
     from evalrun.models.summary import Summary
 
 BUNDLED_TASKS = TASKS_DIR
@@ -131,7 +131,7 @@ class RunPlan:
 
     def to_plan_file(self) -> PlanFile:
         """plan.json (`evalrun.rundir.log.PlanFile`), written before the first sample."""
-        from evalrun.models.plan import PlanFile, PlannedTask, RunKind
+        from evalrun.models.plan import PlanFile, RunKind
         from evalrun.rundir.log import PLAN_SCHEMA
 
         return PlanFile(
@@ -145,22 +145,27 @@ class RunPlan:
             sandbox=self.backend.name,
             agent=self.agent.name,
             choices=group_choices(),
-            tasks=[
-                PlannedTask(
-                    id=t.id,
-                    fingerprint=t.fingerprint,
-                    difficulty=t.spec.difficulty.value,
-                    tags=list(t.spec.tags),
-                    format=t.format.name,
-                    prompt=t.spec.prompt,
-                    fields=kept_fields(t) if t.format.kept_fields else {},
-                )
-                for t in self.tasks
-            ],
+            tasks=[planned_task(t) for t in self.tasks],
             cells=len(self.cells),
             provenance=reproduction_info(self.tasks_dir),  # install kind, git shas, versions
             skipped=list(self.skipped),
         )
+
+
+def planned_task(task: Task) -> PlannedTask:
+    """A task as plan.json lists it: id, fingerprint, difficulty, tags, format, prompt and the
+    fields of its file evalrun keeps but does not use."""
+    from evalrun.models.plan import PlannedTask
+
+    return PlannedTask(
+        id=task.id,
+        fingerprint=task.fingerprint,
+        difficulty=task.spec.difficulty.value,
+        tags=list(task.spec.tags),
+        format=task.format.name,
+        prompt=task.spec.prompt,
+        fields=kept_fields(task) if task.format.kept_fields else {},
+    )
 
 
 def group_choices() -> dict[str, str]:

@@ -45,7 +45,7 @@ from evalrun.agents.noop import NoopAgent
 from evalrun.config.schema import SuiteKind, resolved_dict
 from evalrun.console import styled
 from evalrun.errors import ExitCode, SandboxError, UsageError
-from evalrun.models.plan import PlanFile, PlannedTask, RegradeSource, RunKind
+from evalrun.models.plan import PlanFile, RegradeSource, RunKind
 from evalrun.models.records import (
     CellKey,
     Outcome,
@@ -57,7 +57,7 @@ from evalrun.models.records import (
 )
 from evalrun.run.engine import STOP_SIGNALS, Batch, execute, stopped_by
 from evalrun.run.final_workspace import unpack
-from evalrun.run.plan import check_numbers, instantiate_group, load_for_suite
+from evalrun.run.plan import check_numbers, instantiate_group, load_for_suite, planned_task
 from evalrun.run.runner import exit_on_stop_signals
 from evalrun.run.trial import Limits, LogSink, Trial, Turn
 from evalrun.rundir.log import RunLog
@@ -129,7 +129,7 @@ class RegradePlan:
                 "sandbox": self.backend.name,
                 "concurrency": self.concurrency,
                 "choices": choices,
-                "tasks": [_planned(t, source.task(t.id)) for t in self.tasks],
+                "tasks": [planned_task(t) for t in self.tasks],
                 "cells": len(self.tasks) * source.trials,
                 "provenance": reproduction_info(Path(source.tasks_dir)),
                 "skipped": [*source.skipped, *self.skipped],
@@ -155,18 +155,6 @@ class RegradePlan:
             self.concurrency,
             attempt=attempt,
         )
-
-
-def _planned(task: Task, was: PlannedTask | None) -> PlannedTask:
-    planned = PlannedTask(
-        id=task.id,
-        fingerprint=task.fingerprint,
-        difficulty=task.spec.difficulty.value,
-        tags=list(task.spec.tags),
-        format=task.format.name,
-        prompt=task.spec.prompt,
-    )
-    return planned if was is None else planned.model_copy(update={"fields": was.fields})
 
 
 def plan_regrade(source: RunLog, cfg: DictConfig, given: list[str], run_dir: Path) -> RegradePlan:
