@@ -133,7 +133,9 @@ class RegradePlan:
                 "cells": len(self.tasks) * source.trials,
                 "provenance": reproduction_info(Path(source.tasks_dir)),
                 "skipped": [*source.skipped, *self.skipped],
-                "regrade_of": RegradeSource(run_id=source.run_id, run_dir=str(self.source.run_dir)),
+                "regrade_of": RegradeSource(
+                    run_id=source.run_id, run_dir=str(self.source.run_dir.resolve())
+                ),
             }
         )
 
