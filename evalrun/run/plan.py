@@ -410,7 +410,8 @@ def build(cfg: DictConfig) -> RunPlan:
         max_errors=cfg.max_errors,
         secrets=secrets,
         new_dir=is_dir_template(cfg, "run_dir"),
-        keep_caps=KeepCaps.of(cfg.final_workspaces),
+        # probes are graded on the agent's steps, never regraded: nothing to keep for them
+        keep_caps=KeepCaps.of(cfg.final_workspaces) if cfg.suite is SuiteKind.tasks else None,
     )
     warn_if_not_isolated(plan.backend, plan.agent)
     warn_unenforced(plan.backend, plan.tasks)
