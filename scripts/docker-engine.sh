@@ -3,8 +3,10 @@
 #
 #   scripts/docker-engine.sh            # install docker.io if missing, start dockerd if needed
 #
-# The engine runs with --bridge=none --iptables=false: evalrun containers use network_mode=none,
-# so no bridge or NAT is needed (and these machines cannot create one). If the daemon already
+# The engine runs with --bridge=none: evalrun containers use network_mode=none unless a task asks
+# for a network, and these machines cannot make the default bridge (user-defined bridge networks
+# work). iptables stays on, as Docker's default: it keeps networks apart and gives an internal
+# network no way out, which the egress gate of an allow-listed task relies on. If the daemon already
 # answers (DOCKER_HOST or the default socket), nothing is started. dockerd's log goes to
 # $EVALRUN_DOCKERD_LOG (default /var/log/evalrun-dockerd.log). Waits at most
 # $EVALRUN_DOCKERD_WAIT_S seconds (default 60) for `docker info`, then fails with the log's tail.
@@ -42,7 +44,7 @@ else
   say "starting dockerd (log: ${log_file})"
   mkdir -p "$(dirname "${log_file}")"
   # setsid: the daemon must outlive this script and the shell that ran it.
-  as_root setsid dockerd --bridge=none --iptables=false >>"${log_file}" 2>&1 </dev/null &
+  as_root setsid dockerd --bridge=none >>"${log_file}" 2>&1 </dev/null &
 fi
 
 deadline=$((SECONDS + wait_s))

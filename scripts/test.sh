@@ -30,8 +30,9 @@ step "the Python environment"
 bash scripts/bootstrap.sh
 step "the built wheel, installed outside the repository, run from an empty folder"
 bash scripts/wheel-smoke.sh
-step "a Docker engine and the offline base image"
+step "a Docker engine, its compose plugin and the offline base image"
 bash scripts/docker-engine.sh
+EVALRUN_PYTHON=.venv/bin/python bash scripts/docker-compose-plugin.sh
 bash scripts/build-base-image.sh
 
 step "agent CLIs for the preset tests (into the host cache once; seconds when cached)"

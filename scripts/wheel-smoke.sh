@@ -51,6 +51,11 @@ hash -r
 [ "$(command -v evalrun)" = "${bin}/evalrun" ] || fail "evalrun on PATH is not the wheel's"
 
 expect 0 'evalrun init \[DIR\]' evalrun --help
+expect 0 'names no project URL; this copy: .*see `evalrun docs`' evalrun --help  # no made-up host
+# the guides messages cite (`evalrun docs verifiers`, ...) ship in the wheel, printed from there
+expect 0 "^verifiers .*\(${site}/bundled/tasks/README.md\)" evalrun docs
+expect 0 "^configuration .*\(${site}/bundled/docs/configuration.md\)" evalrun docs
+expect 0 '^## Writing a verifier' evalrun docs verifiers
 expect 0 "^evalrun [0-9.]+ \(wheel: ${site}\)" evalrun --version
 expect 0 '^pass@1 1\.000' evalrun                     # the bundled benchmark, agent=oracle
 grep -q '"kind": "wheel"' runs/*/plan.json || fail "plan.json does not record a wheel install"

@@ -138,16 +138,16 @@ def responses_json(turn: Turn, index: int, model: str) -> dict[str, Any]:
             }
         )
     for n, (name, args) in enumerate(turn.calls):
-        output.append(
-            {
-                "type": "function_call",
-                "id": f"fc_{index}_{n}",
-                "call_id": _call_id(index, n),
-                "name": name,
-                "arguments": json.dumps(args),
-                "status": "completed",
-            }
-        )
+        namespace, _, bare = name.rpartition("/")  # "<namespace>/<tool>": a namespaced tool
+        call = {
+            "type": "function_call",
+            "id": f"fc_{index}_{n}",
+            "call_id": _call_id(index, n),
+            "name": bare,
+            "arguments": json.dumps(args),
+            "status": "completed",
+        }
+        output.append({**call, "namespace": namespace} if namespace else call)
     return {
         "id": f"resp_{index}",
         "object": "response",
@@ -318,9 +318,14 @@ class ApiStandin:
     """`with ApiStandin([...]) as server:` then point a client (or evalrun's gateway) at
     `server.url`. The same script serves whichever of the four APIs is called."""
 
-    def __init__(self, script: list[Turn], model: str = "standin-model"):
+    def __init__(
+        self, script: list[Turn], model: str = "standin-model", untooled: Turn | None = None
+    ):
         self.script = list(script)
         self.model = model
+        # the reply to a request that offers the model no tools (a CLI's side request, e.g.
+        # opencode's title), served without consuming the script; None: such requests take turns
+        self.untooled = untooled
         self.requests: list[Received] = []
         self.served: list[tuple[str, Turn]] = []  # (api, turn), errors included
         self._lock = threading.Lock()
@@ -356,9 +361,11 @@ class ApiStandin:
             "cache_read_tokens": sum(t.cached_tokens for t in turns),
         }
 
-    def _next(self, api: str) -> tuple[Turn, int]:
+    def _next(self, api: str, body: dict[str, Any]) -> tuple[Turn, int]:
         with self._lock:
-            if not self.script:
+            if self.untooled is not None and not body.get("tools"):
+                turn = self.untooled
+            elif not self.script:
                 turn = Turn(status=500, text="stand-in script exhausted")
             elif self.script[0].forever:
                 turn = self.script[0]
@@ -426,7 +433,7 @@ class ApiStandin:
                     self._json(404, {"error": {"message": f"no route {self.path}"}})
                     return
                 _, api, as_json, as_sse = route
-                turn, index = standin._next(api)
+                turn, index = standin._next(api, body)
                 if turn.status != 200:
                     message = turn.text or f"stand-in error {turn.status}"
                     self._json(turn.status, _error_body(api, turn.status, message))

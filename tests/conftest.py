@@ -5,12 +5,15 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import subprocess
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import yaml
+
+from evalrun.bundled import TASKS_DIR
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("OPIK_ANALYTICS_ENABLE", "false")
@@ -148,3 +151,40 @@ def docker_client():
     require_engine(available, f"a Docker engine with the base image {BASE_IMAGE}")
     tag_local_bases(client)
     return client
+
+
+# --- a suite in a git repository (suites by reference: evalrun.tasks.remote) ------------------
+SUITE_REPO_TASKS = ("001-fizzbuzz-off-by-one", "002-factorial-missing-return")
+
+
+def git(*args: str, cwd: Path) -> str:
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+
+
+@pytest.fixture
+def suite_repo(tmp_path: Path) -> dict[str, str]:
+    """A git repository with two bundled tasks under tasks/: tag v1, a task changed, tag v2 (also
+    the head of branch main). Returns its path and the commits of v1 and v2."""
+    repo = tmp_path / "origin"
+    (repo / "tasks").mkdir(parents=True)
+    git("init", "--quiet", "--initial-branch=main", cwd=repo)
+    for task in SUITE_REPO_TASKS:
+        shutil.copytree(TASKS_DIR / task, repo / "tasks" / task)
+    git("add", "-A", cwd=repo)
+    git("commit", "--quiet", "-m", "two tasks", cwd=repo)
+    git("tag", "v1", cwd=repo)
+    prompt = repo / "tasks" / SUITE_REPO_TASKS[0] / "task.yaml"
+    prompt.write_text(prompt.read_text() + "# v2: reworded\n")
+    git("commit", "--quiet", "-am", "task 001 changed", cwd=repo)
+    git("tag", "v2", cwd=repo)
+    return {
+        "path": str(repo),
+        "v1": git("rev-parse", "v1", cwd=repo),
+        "v2": git("rev-parse", "v2", cwd=repo),
+    }

@@ -7,6 +7,7 @@ import json
 import shutil
 
 from evalrun.tasks.loader import load_suite
+from tests.atif_check import checked_trajectories
 from tests.cli.test_main import evalrun
 from tests.conftest import REPO
 
@@ -34,6 +35,23 @@ def test_oracle_scores_one_twice_and_noop_scores_zero(tmp_path):
     assert summary["overall"]["pass_hat"]["2"] == 1.0, [
         (t["task_id"], t["passes"]) for t in summary["tasks"] if t["passes"] < 2
     ]
+    # Every sample has its trajectory.json (ATIF): the prompt, what the oracle did, no tokens
+    # (none were counted: unknown, not 0).
+    prompts = {
+        t["id"]: t["prompt"]
+        for t in json.loads((tmp_path / "gold" / "plan.json").read_text())["tasks"]
+    }
+    documents = checked_trajectories(tmp_path / "gold")
+    assert len(documents) == 2 * len(prompts)
+    for document in documents:
+        first, last = document["steps"][0], document["steps"][-1]
+        assert first == {
+            "step_id": 1,
+            "source": "user",
+            "message": prompts[document["extra"]["evalrun"]["task_id"]],
+        }
+        assert last["source"] == "agent" and document["agent"]["name"] == "oracle"
+        assert "total_prompt_tokens" not in document["final_metrics"]
     noop = evalrun(f"run_dir={tmp_path / 'noop'}", "agent=noop", "concurrency=2")
     assert noop.returncode == 0, noop.stderr
     summary = json.loads((tmp_path / "noop" / "summary.json").read_text())

@@ -13,8 +13,10 @@ import itertools
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -236,3 +238,133 @@ def test_every_docs_page_is_reachable_from_the_readme():
     text = _text()
     pages = sorted(p.name for p in (REPO / "docs").glob("*.md"))
     assert [name for name in pages if f"docs/{name}" not in text] == []
+
+
+# --- every output the README shows is what the tool prints ---------------------------------------
+
+SHOWN_ROOT = "/tmp/tmp.eOFI8Pelqy"  # the folder the README's outputs were made in
+
+
+def _shown_outputs() -> list[tuple[str, list[str], int | None]]:
+    """(command, the lines the README says it prints, the exit code `echo $?` shows or None) for
+    every `$ evalrun` shown with output that is not an error (those: `_quoted_errors`)."""
+    shown = []
+    for block in _code_blocks(_text()):
+        for i, line in enumerate(block):
+            if not line.startswith("$ evalrun"):
+                continue
+            said = list(itertools.takewhile(lambda s: not s.startswith("$ "), block[i + 1 :]))
+            rest = block[i + 1 + len(said) :]
+            code = int(rest[1]) if len(rest) > 1 and rest[0] == "$ echo $?" else None
+            if said and not said[0].startswith("error:"):
+                shown.append((line[2:], said, code))
+    return shown
+
+
+def _normalised(text: str) -> list[str]:
+    """What differs from run to run made the same: timings, run stamps; column padding (which
+    follows the widest cell) and blank lines."""
+    lines = []
+    for line in text.splitlines():
+        line = re.sub(r"\d{8}-\d{6}", "<stamp>", line)
+        line = re.sub(r"\(\d+\.\ds\)", "(N s)", line)
+        if line.startswith("latency s (mean/p50/p95)"):
+            line = re.sub(r"[\d.]+/[\d.]+/[\d.]+", "N/N/N", line)
+        line = re.sub(r"│\s*\d+\.\d+ │$", "│ N │", line)  # a task's latency, the last column
+        line = re.sub(
+            r"│\s*\d+\.\d{3}\s*(│\s*(?:ok|broken)\b[^│]*│)$", r"│ N \1", line
+        )  # p95_agent_s
+        lines.append(re.sub(r"\s+", " ", line).strip())
+    return [line for line in lines if line]
+
+
+def _pattern(said: list[str]) -> re.Pattern[str]:
+    """The README's lines as a pattern: a line `...` stands for any lines, a line ending in
+    `...` for any line it begins."""
+    parts = []
+    for line in _normalised("\n".join(said)):
+        if line == "...":
+            parts.append(r"(?:[^\n]*\n)*?")
+        elif line.endswith("..."):
+            parts.append(re.escape(line[:-3]) + r"[^\n]*\n")
+        else:
+            parts.append(re.escape(line) + r"\n")
+    return re.compile("".join(parts))
+
+
+def _evalrun(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "80", "PYTHONUNBUFFERED": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "evalrun.cli.main", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=600,
+    )
+
+
+def _prepare(command: str, root: Path) -> Path:
+    """What the README did before `command`, in `root`; the folder the command runs in."""
+    if command == "evalrun check":  # in the project of "Your own tasks", right after new-task
+        assert _evalrun(["init", "my-evals"], root).returncode == 0
+        assert _evalrun(["new-task", "002-parse-dates"], root / "my-evals").returncode == 0
+        return root / "my-evals"
+    if command == "evalrun tasks_dir=suite":  # a good task beside one with three mistakes
+        for task in ("001-fizzbuzz-off-by-one", "002-factorial-missing-return"):
+            shutil.copytree(REPO / "tasks" / task, root / "suite" / task)
+        task_file = root / "suite" / "002-factorial-missing-return" / "task.yaml"
+        text = task_file.read_text(encoding="utf-8")
+        for right, wrong in [
+            ("max_steps:", "max_step:"),
+            ("easy", "hrad"),
+            ("[python, bugfix]", "python"),
+        ]:
+            text = text.replace(right, wrong)
+        task_file.write_text(text, encoding="utf-8")
+    if command.startswith("evalrun diff"):  # the gold agent's run beside the noop run above
+        assert _evalrun(["agent=oracle", "limit=4", "name=oracle"], root).returncode == 0
+    return root
+
+
+def _with_runs(command: str, root: Path) -> list[str]:
+    """`command`'s arguments, each `runs/<stamp>-<name>` the README shows made the newest run
+    of that name in `root`."""
+
+    def newest(match: re.Match[str]) -> str:
+        runs = sorted((root / "runs").glob(f"*-{match.group(1)}"))
+        assert runs, f"no run named {match.group(1)} in {root}"
+        return f"runs/{runs[-1].name}"
+
+    return [re.sub(r"runs/\d{8}-\d{6}-(\w+)", newest, a) for a in shlex.split(command)[1:]]
+
+
+@pytest.mark.slow
+def test_every_output_the_readme_shows_is_what_the_tool_prints():
+    """Each `$ evalrun ...` the README shows with its output, run in README order in one folder as
+    the README did (sandbox=local): the output matches, timings and stamps aside; `...` abridges.
+    A mismatch prints the tool's whole output, ready to paste."""
+    shown = _shown_outputs()
+    assert [re.sub(r"\d{8}-\d{6}", "<stamp>", command) for command, _, _ in shown] == [
+        "evalrun",
+        "evalrun agent=noop limit=4 name=noop",
+        "evalrun check",
+        "evalrun tasks_dir=suite",
+        "evalrun diff runs/<stamp>-oracle runs/<stamp>-noop",
+        "evalrun gate runs/<stamp>-noop 'profile.floors={pass@1: 0.8}'",
+        "evalrun -m agent=oracle,noop limit=3",
+    ]  # each run here as the README did it (`_prepare`): a new one needs its preparation
+    root = Path(tempfile.mkdtemp(prefix="tmp.", suffix="xx", dir="/tmp"))  # as long as SHOWN_ROOT
+    stale = []
+    try:
+        for command, said, code in shown:
+            cwd = _prepare(command, root)
+            done = _evalrun(_with_runs(command, root), cwd)
+            printed = done.stdout.replace(str(root), SHOWN_ROOT)
+            matches = _pattern(said).fullmatch("\n".join(_normalised(printed)) + "\n")
+            if not matches or (code is not None and done.returncode != code):
+                stale.append(f"$ {command}  (exit {done.returncode})\n{printed}")
+    finally:
+        shutil.rmtree(root)
+    assert stale == [], "README outputs that the tool no longer prints:\n" + "\n".join(stale)

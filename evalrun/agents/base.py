@@ -18,10 +18,13 @@ class RunScope:
     """What an agent's run-long preparation hands the runner: `stop_reason()` says why no new
     sample may start (a run budget reached), or None; `cannot_host(spec)` says why the agent
     cannot run in a sandbox of a task's `spec` at all (e.g. a task's prebuilt image lacks what
-    the agent needs), or None - asked once per task before the first sample."""
+    the agent needs), or None - asked once per task before the first sample. `mcp_refusal`
+    says why the agent cannot give a task's MCP servers (`TaskSpec.mcp_servers`) to what it
+    runs, so a task that has some is skipped; None: it can, or (like the oracle) needs none."""
 
     stop_reason: Callable[[], str | None] = lambda: None
     cannot_host: Callable[[SandboxSpec], str | None] = lambda spec: None
+    mcp_refusal: str | None = None
 
 
 class Agent(Protocol):

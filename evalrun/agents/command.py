@@ -12,6 +12,8 @@ Placeholders, each replaced by a shell-quoted path (write `{{` / `}}` for litera
   {prompt_file}      the task's prompt, UTF-8 text               also in $EVALRUN_PROMPT_FILE
   {trajectory_file}  where the CLI MAY write its tool calls      also in $EVALRUN_TRAJECTORY_FILE
   {usage_file}       where the CLI MAY write its usage and cost  also in $EVALRUN_USAGE_FILE
+  {atif_file}        where the CLI MAY write its ATIF trajectory also in $EVALRUN_ATIF_FILE
+  {mcp_servers_file} the task's MCP servers (JSON, below)        also in $EVALRUN_MCP_SERVERS_FILE
   {workdir}          the workspace (also the command's working directory)
 
 The command's stdout is the agent's final answer, and the tail of its stderr is kept beside it
@@ -29,6 +31,18 @@ Usage file - one JSON object, every field optional:
   `input_tokens` includes cached tokens. Without `cost_usd`, a `model` is priced from the
   price table (see `evalrun.config.pricing`); with neither, the cost stays unknown.
 
+ATIF file - a whole trajectory in Harbor's Agent Trajectory Interchange Format, at
+{atif_file} or at Harbor's /logs/agent/trajectory.json (`evalrun.agents.atif_files`): kept as
+the sample's trajectory.json; its tool calls stand in for a missing trajectory file, its
+`final_metrics` for a missing usage file, its last agent message for an empty stdout.
+
+MCP servers file - a JSON list, one object per server the task offers (empty for most tasks):
+  [{"name": "vault", "transport": "stdio", "command": "python3", "args": ["/app/server.py"],
+    "url": null}]
+  `transport` is `stdio` (start `command` with `args` in the sandbox and speak MCP over its
+  stdin/stdout), `sse` or `streamable-http` (connect to `url`). Registering them with the CLI
+  is the command's job, e.g. by turning the file into the CLI's own MCP config first.
+
 A malformed line or file is noted on the agent's error; it never fails the run.
 The sandbox environment is an allow-list: pass an API key the CLI needs with
 `agent.pass_env=[MY_API_KEY]` (its value is read from the host environment, never from config).
@@ -45,6 +59,14 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import ValidationError
 
+from evalrun.agents.atif_files import (
+    ATIF_ENV,
+    ATIF_FILE,
+    calls_of,
+    final_message,
+    read_agent_atif,
+    usage_of,
+)
 from evalrun.agents.base import nothing_to_prepare
 from evalrun.agents.coder.tools import SUMMARY_CHARS, clip
 from evalrun.config.pricing import resolve_price
@@ -54,16 +76,27 @@ from evalrun.models.writable import tail_text
 from evalrun.sandbox.base import Sandbox
 from evalrun.tasks.loader import Task
 
-PLACEHOLDERS = ("prompt_file", "trajectory_file", "usage_file", "workdir")
+PLACEHOLDERS = (
+    "prompt_file",
+    "trajectory_file",
+    "usage_file",
+    "atif_file",
+    "mcp_servers_file",
+    "workdir",
+)
 ENV_NAMES = {
     "prompt_file": "EVALRUN_PROMPT_FILE",
     "trajectory_file": "EVALRUN_TRAJECTORY_FILE",
     "usage_file": "EVALRUN_USAGE_FILE",
+    "atif_file": ATIF_ENV,
+    "mcp_servers_file": "EVALRUN_MCP_SERVERS_FILE",
 }
 FILE_NAMES = {
     "prompt_file": "prompt.md",
     "trajectory_file": "trajectory.jsonl",
     "usage_file": "usage.json",
+    "atif_file": ATIF_FILE,
+    "mcp_servers_file": "mcp_servers.json",
 }
 MAX_TRAJECTORY_STEPS = 5000
 STDERR_CHARS = 8000  # the tail of the command's stderr kept on the record and in agent.log
@@ -202,6 +235,8 @@ class CommandAgent:
         folder = await _scratch_folder(sandbox)
         paths = {key: posixpath.join(folder, name) for key, name in FILE_NAMES.items()}
         await sandbox.write_file(paths["prompt_file"], task.spec.prompt)
+        servers = [s.model_dump(mode="json") for s in task.spec.mcp_servers]
+        await sandbox.write_file(paths["mcp_servers_file"], json.dumps(servers, indent=2))
         quoted = {key: shlex.quote(path) for key, path in paths.items()}
         command = self.cmd.format(**quoted, workdir=shlex.quote(sandbox.workdir))
         env = {
@@ -220,12 +255,21 @@ class CommandAgent:
         trajectory_text = await _read_optional(sandbox, paths["trajectory_file"])
         trajectory, notes = read_trajectory(trajectory_text or "")
         problems += notes
-        usage, notes = read_usage(await _read_optional(sandbox, paths["usage_file"]))
+        usage_text = await _read_optional(sandbox, paths["usage_file"])
+        usage, notes = read_usage(usage_text)
         problems += notes
+        own, notes = await read_agent_atif(sandbox, folder, paths["prompt_file"])
+        problems += notes
+        output = result.stdout
+        if own is not None:  # what the agent's ATIF says that nothing else did
+            trajectory = trajectory if trajectory_text is not None else calls_of(own)
+            usage = usage if usage_text is not None else usage_of(own) or usage
+            output = output if output.strip() else final_message(own)
         return AgentResult(
-            output=result.stdout,
+            output=output,
             trajectory=trajectory,
             usage=usage,
             error="; ".join(problems) or None,
             stderr=tail_text(result.stderr, STDERR_CHARS),
+            atif=own.to_json() if own is not None else None,
         )

@@ -21,7 +21,13 @@ plus one YAML in conf/agent/ (`_target_` and the pinned `version`). Everything e
 - `run(task, sandbox)`: a socket of the sample's own on the gateway; a scratch folder with the
   prompt, the forwarder and a launcher; the launcher starts the forwarder and runs the command
   with the gateway's loopback URL in `$EVALRUN_GATEWAY_URL`; the agent log is converted; usage
-  and cost are the gateway's meter for this sample, never the agent's own report.
+  and cost are the gateway's meter for this sample, never the agent's own report. An ATIF
+  trajectory the CLI wrote itself (`$EVALRUN_ATIF_FILE`, or Harbor's /logs/agent/trajectory.json:
+  `evalrun.agents.atif_files`) is kept for the sample's trajectory.json.
+- MCP: a task's servers (`TaskSpec.mcp_servers`) reach the preset as `Launch.mcp_servers`, and
+  a preset that speaks MCP writes them into its CLI's own config (`files`); the CLI starts a
+  stdio server itself, in the sandbox. A preset whose CLI has no MCP client says why
+  (`mcp_refusal`), and such tasks are skipped for it.
 - Outcomes: a missing CLI, a forwarder or gateway failure, or a provider 429/5xx/401/403 that was
   the last thing the agent saw are `HarnessError`s (the sample is an `error`, named), never an
   agent fail. A per-sample budget refusal is kept on the sample's agent error and it is graded;
@@ -40,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from evalrun.agents.atif_files import ATIF_ENV, ATIF_FILE, read_agent_atif
 from evalrun.agents.base import RunScope, progress
 from evalrun.agents.command import _read_optional, _scratch_folder
 from evalrun.agents.install import Installed, Package, ensure_installed, installed
@@ -51,6 +58,7 @@ from evalrun.gateway.server import Gateway, Session, Upstream
 from evalrun.models.records import AgentResult, ToolCall
 from evalrun.models.writable import tail_text
 from evalrun.sandbox.base import DEFAULT_SPEC, Sandbox, SandboxBackend, SandboxSpec
+from evalrun.tasks.base import McpServer
 from evalrun.tasks.loader import Task
 
 MISSING_CLI, NO_FORWARDER = 90, 91
@@ -88,6 +96,7 @@ class Launch:
     workdir: str
     model: str
     url: str = '"$EVALRUN_GATEWAY_URL"'  # a shell expression, already quoted
+    mcp_servers: tuple[McpServer, ...] = ()  # the task's, for the CLI's own MCP config
 
 
 @dataclass
@@ -106,6 +115,7 @@ class InstalledAgent:
     apis: tuple[str, ...] = ()
     log_name = "agent.jsonl"
     env_defaults: Mapping[str, str] = {}
+    mcp_refusal: str | None = None  # why the CLI cannot use a task's MCP servers (None: it can)
 
     def __init__(
         self,
@@ -145,7 +155,8 @@ class InstalledAgent:
         return f"{shlex.quote(launch.cli)} --version"
 
     def files(self, launch: Launch) -> dict[str, str]:
-        """Config files to write before the command runs: {in-sandbox path: text}."""
+        """Config files to write before the command runs: {in-sandbox path: text} (a preset
+        that speaks MCP registers `launch.mcp_servers` in its CLI's own config here)."""
         return {}
 
     def convert(self, log: str) -> Converted:
@@ -160,7 +171,7 @@ class InstalledAgent:
             raise UsageError(
                 f"agent={self.name} speaks {' / '.join(self.apis)}, but provider="
                 f"{self.provider.name} is provider.api={self.provider.api}; choose a provider "
-                "of that kind (see docs/agents.md)"
+                "of that kind (see `evalrun docs agents`)"
             )
 
     def install(self, *, force: bool = False) -> Installed:
@@ -198,6 +209,7 @@ class InstalledAgent:
                 yield RunScope(
                     stop_reason=lambda: ledger.run_stopped,
                     cannot_host=lambda spec: self._cannot_host(backend, spec),
+                    mcp_refusal=self.mcp_refusal,
                 )
             finally:
                 self._gateway = None
@@ -220,7 +232,7 @@ class InstalledAgent:
             )
         return self._hosts[image.prebuilt]
 
-    def _launch(self, scratch: str, workdir: str) -> Launch:
+    def _launch(self, scratch: str, workdir: str, servers: tuple[McpServer, ...]) -> Launch:
         assert self._install is not None
         root = str(self._install.root)
         return Launch(
@@ -232,11 +244,14 @@ class InstalledAgent:
             log_file=f"{scratch}/{self.log_name}",
             workdir=workdir,
             model=self.model,
+            mcp_servers=servers,
         )
 
-    async def _start(self, sandbox: Sandbox, session: Session, prompt: str) -> tuple[str, Launch]:
+    async def _start(
+        self, sandbox: Sandbox, session: Session, prompt: str, servers: tuple[McpServer, ...] = ()
+    ) -> tuple[str, Launch]:
         scratch = await _scratch_folder(sandbox)
-        launch = self._launch(scratch, sandbox.workdir)
+        launch = self._launch(scratch, sandbox.workdir, servers)
         await sandbox.write_file(f"{scratch}/prompt.md", prompt)
         await sandbox.write_file(f"{scratch}/forwarder.py", FORWARDER.read_bytes())
         await sandbox.write_file(f"{scratch}/launch.sh", LAUNCHER)
@@ -288,18 +303,23 @@ class InstalledAgent:
         session = self._gateway.open(f"{task.id}-{uuid.uuid4().hex[:8]}")
         live = progress()
         try:
-            head, launch = await self._start(sandbox, session, task.spec.prompt)
+            head, launch = await self._start(
+                sandbox, session, task.spec.prompt, task.spec.mcp_servers
+            )
             command = f"{head} {shlex.quote(self.command(launch))}"
-            result = await sandbox.exec(command, env=self._env(), timeout_s=self.timeout_s)
+            env = {**self._env(), ATIF_ENV: f"{launch.scratch}/{ATIF_FILE}"}
+            result = await sandbox.exec(command, env=env, timeout_s=self.timeout_s)
             log = await _read_optional(sandbox, launch.log_file) or ""
+            own, atif_notes = await read_agent_atif(sandbox, launch.scratch, launch.prompt_file)
         except asyncio.CancelledError:
             if live is not None:
                 live.usage = session.account.usage()
+                live.model_calls = list(session.account.calls)
             raise
         finally:
             self._gateway.close(session)
         converted = self.convert(log)
-        problems = list(converted.notes)
+        problems = [*converted.notes, *atif_notes]
         if result.timed_out:
             problems.append(f"{self.name} timed out after {self.timeout_s:g}s")
         elif result.exit_code != 0:
@@ -311,7 +331,9 @@ class InstalledAgent:
             output=converted.output,
             trajectory=converted.trajectory,
             usage=session.account.usage(),
+            model_calls=list(session.account.calls),
             error="; ".join(problems) or None,
+            atif=own.to_json() if own is not None else None,
         )
         _raise_harness_failure(self.name, result.exit_code, result.stderr, session.account, done)
         return done

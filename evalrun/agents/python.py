@@ -7,7 +7,9 @@
 `evalrun.agents.Agent` protocol). `run` may return an `AgentResult`, a dict of its fields, or
 just the final answer as a string. An optional `preflight()` on the object is called before the
 run starts, like evalrun's own agents. The current directory is put on `sys.path`, so a module
-next to where you run evalrun imports without installing it.
+next to where you run evalrun imports without installing it. A task's MCP servers are
+`task.spec.mcp_servers` (`evalrun.tasks.base.McpServer`: name, transport, command and args of a
+stdio server to start in the sandbox, or the url of an HTTP one); using them is the agent's job.
 
 A factory that cannot be imported, found, called, or that returns something without an async
 `run` is a `UsageError` naming the factory string, raised before any sample runs.

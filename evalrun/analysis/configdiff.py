@@ -22,6 +22,7 @@ NOT_RESULT_RELEVANT = (
     "budget.run_usd",  # a run stopped at its cap resumes with a higher one
     "agent.budget.run_usd",
     "agent.auto_install",
+    "tasks_ref",  # where references resolve from; what they resolved to is compared on its own
 )
 
 

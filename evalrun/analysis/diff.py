@@ -4,7 +4,8 @@ agent better or worse?
 Three comparisons, all read from the run directories (config.yaml, plan.json, summary.json):
 
 - the resolved configs, as dotted keys changed / added / removed (`evalrun.analysis.configdiff`);
-  keys that cannot change a result (`NOT_RESULT_RELEVANT`) are marked as such;
+  keys that cannot change a result (`NOT_RESULT_RELEVANT`) are marked as such; for a suite given
+  by reference, what it resolved to (the same `tasks_dir=...@main` may be two commits);
 - the task sets from plan.json: ids only in a, only in b, and ids whose content fingerprint
   changed (the same id graded by a different task is not the same measurement);
 - metric deltas per task (pass@1, pass@k, pass^k, cost, latency) and for the suite: the headline
@@ -77,6 +78,7 @@ class RunSide:
     fingerprints: dict[str, str]  # task id -> fingerprint, from plan.json
     summary: Summary
     choices: dict[str, str] = field(default_factory=dict)  # config group -> option, plan.json
+    suite: dict[str, str] = field(default_factory=dict)  # TasksSource.facts() (a reference)
 
 
 # --- significance ----------------------------------------------------------------------------
@@ -195,8 +197,14 @@ def diff_runs(a: RunSide, b: RunSide) -> RunDiff:
         for group in sorted(set(a.choices) | set(b.choices))
         if a.choices.get(group) != b.choices.get(group)
     }
+    suite = {
+        key: ValuePair(a=a.suite.get(key), b=b.suite.get(key))
+        for key in sorted(set(a.suite) | set(b.suite))
+        if a.suite.get(key) != b.suite.get(key)
+    }
     changes = ConfigChanges(
         options=options,
+        suite=suite,
         changed={key: ValuePair(a=va, b=vb) for key, (va, vb) in sorted(config.changed.items())},
         added=dict(sorted(config.added.items())),
         removed=dict(sorted(config.removed.items())),

@@ -1,5 +1,6 @@
-"""What ships inside evalrun besides code: its Hydra config, the benchmark, the behaviour probes and
-the one-time set-up scripts - found the same way in a checkout, an editable install and a wheel.
+"""What ships inside evalrun besides code: its Hydra config, the benchmark, the behaviour probes,
+the one-time set-up scripts and the docs (`evalrun docs`) - found the same way in a checkout, an
+editable install and a wheel.
 
 ```
 evalrun/bundled/
@@ -7,6 +8,7 @@ evalrun/bundled/
   tasks    -> ../../tasks      the bundled benchmark
   probes   -> ../../probes     the bundled behaviour probes
   scripts  -> ../../scripts    docker-engine.sh and build-base-image.sh (the wheel ships only these)
+  docs     -> ../../docs       the guides a user reads (`evalrun docs [topic]` prints them)
 ```
 
 In git these folders live at the repository root; this package holds relative symlinks to them.
@@ -27,6 +29,7 @@ CONF_DIR = (ROOT / "conf").resolve()
 TASKS_DIR = (ROOT / "tasks").resolve()
 PROBES_DIR = (ROOT / "probes").resolve()
 SCRIPTS_DIR = (ROOT / "scripts").resolve()
+DOCS_DIR = (ROOT / "docs").resolve()
 
 # What a project's config puts on Hydra's search path: pkg://evalrun.bundled.conf
 CONF_PACKAGE = f"{__name__}.conf"

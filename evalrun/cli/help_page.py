@@ -15,6 +15,7 @@ import string
 
 from omegaconf import DictConfig, OmegaConf
 
+from evalrun.cli.install import home_line
 from evalrun.config.usage import default_first, group_options, option_folders
 from evalrun.errors import MEANING
 
@@ -36,4 +37,4 @@ def help_text(cfg: DictConfig) -> str:
         CONFIG=OmegaConf.to_yaml(shown),
     )
     codes = "\n".join(f"{code:>3} {code.name.lower():<16} {said}" for code, said in MEANING.items())
-    return f"{page.rstrip()}\n\n== Exit codes ==\n{codes}"
+    return f"{page.rstrip()}\n{home_line()}\n\n== Exit codes ==\n{codes}"

@@ -52,6 +52,19 @@ def open_mapping_overrides(args: list[str]) -> list[str]:
     return [f"++{arg}" if opens_a_mapping(arg) else arg for arg in args]
 
 
+def quote_references(args: list[str]) -> list[str]:
+    """`tasks_dir=git+<url>@<ref>#<sub>`: Hydra's override grammar has no bare `#`, so such a
+    value is quoted for it (users need not know); a value quoted already is left alone."""
+
+    def quoted(arg: str) -> str:
+        key, _, value = arg.partition("=")
+        if key.lstrip("+~") != "tasks_dir" or "#" not in value or value[:1] in ("'", '"'):
+            return arg
+        return arg if "'" in value else f"{key}='{value}'"
+
+    return [quoted(arg) for arg in args]
+
+
 def compose_config(
     overrides: list[str], *, return_hydra_config: bool = False, config_name: str | None = None
 ) -> DictConfig:
@@ -70,7 +83,7 @@ def compose_config(
         config_dir, name = CONF_DIR, config_name
         if where.project is not None:
             overrides = [f"hydra.searchpath=[file://{where.config_dir}]", *overrides]
-    overrides = open_mapping_overrides(overrides)
+    overrides = quote_references(open_mapping_overrides(overrides))
 
     def composed() -> DictConfig:
         with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):

@@ -9,9 +9,11 @@ a wheel install can set up `sandbox=docker` without a checkout.
 
 from __future__ import annotations
 
+import os
 import platform
 import re
 import subprocess
+import sys
 from importlib import metadata
 
 from evalrun.bundled import SCRIPTS_DIR
@@ -65,9 +67,27 @@ def version_text() -> str:
     return "\n".join(lines)
 
 
+def home_line() -> str:
+    """Where evalrun lives, for `--help` and `evalrun docs`: the URLs of its package metadata
+    (pyproject's [project.urls]); without any, where this copy is installed - never a guessed
+    host - and that its docs ship with it."""
+    try:
+        urls = metadata.metadata("evalrun").get_all("Project-URL") or []
+    except metadata.PackageNotFoundError:
+        urls = []
+    if urls:
+        return "evalrun lives at " + "; ".join(url.replace(", ", ": ", 1) for url in urls)
+    return (
+        f"evalrun's package metadata names no project URL; this copy: {install_info()['path']}; "
+        "its docs ship with it: see `evalrun docs`"
+    )
+
+
 def run_script(name: str, args: list[str]) -> int:
-    """Run one of the bundled set-up scripts with `args`; its exit code."""
+    """Run one of the bundled set-up scripts with `args`; its exit code. A script that needs
+    pip gets this Python as `EVALRUN_PYTHON`."""
     script = SCRIPTS_DIR / name
     if not script.is_file():
         raise UsageError(f"{script} is missing from this evalrun install")
-    return subprocess.call(["bash", str(script), *args])
+    env = {**os.environ, "EVALRUN_PYTHON": sys.executable}
+    return subprocess.call(["bash", str(script), *args], env=env)

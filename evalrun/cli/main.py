@@ -17,6 +17,8 @@ from evalrun.cli.commands import (
     agents,
     check,
     diff,
+    docs,
+    export,
     gate,
     info,
     online,
@@ -26,8 +28,9 @@ from evalrun.cli.commands import (
     runs,
     scaffold,
     setup,
+    view,
 )
-from evalrun.cli.hydra import expand_resume, open_mapping_overrides, run_hydra
+from evalrun.cli.hydra import expand_resume, open_mapping_overrides, quote_references, run_hydra
 from evalrun.cli.usage import print_error
 from evalrun.console import make_console
 from evalrun.errors import ExitCode, UsageError
@@ -40,6 +43,7 @@ COMMANDS: dict[str, Callable[[list[str], Console], int]] = {
     "ls": runs.ls_command,
     "show": runs.show_command,
     "report": runs.report_command,
+    "view": view.view_command,
     "gate": gate.gate_command,
     "diff": diff.diff_command,
     "regrade": regrade.regrade_command,
@@ -51,11 +55,13 @@ COMMANDS: dict[str, Callable[[list[str], Console], int]] = {
     "info": info.info_command,
     "online": online.online_command,
     "agents": agents.agents_command,
+    "export": export.export_command,
+    "docs": docs.docs_command,
 }
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = open_mapping_overrides(sys.argv[1:] if argv is None else argv)
+    args = quote_references(open_mapping_overrides(sys.argv[1:] if argv is None else argv))
     if args == ["--version"]:  # evalrun's and the SDKs' versions, not Hydra's own --version
         from evalrun.cli.install import version_text
 

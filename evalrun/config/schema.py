@@ -239,6 +239,18 @@ class FinalWorkspacesConf:
     max_mb_per_run: float = 1024.0  # once the run's archives add up to this, no more are kept
 
 
+HARBOR_REGISTRY = "https://raw.githubusercontent.com/laude-institute/harbor/main/registry.json"
+
+
+@dataclass
+class TasksRefConf:
+    """How `tasks_dir=` references are resolved (`evalrun.tasks.remote`)."""
+
+    # Harbor's dataset registry (a JSON file): a path or an http(s) URL; `name@version` looks here
+    registry: str = HARBOR_REGISTRY
+    cache_dir: str | None = None  # None: $XDG_CACHE_HOME/evalrun/suites (else ~/.cache/...)
+
+
 class SuiteKind(StrEnum):
     """What a run runs (`suite=`): task folders, or the behaviour probes (`evalrun.probes`)."""
 
@@ -255,7 +267,8 @@ class EvalConfig:
     judge: JudgeConf = MISSING
     profile: ProfileConf = MISSING
     name: str = "eval"
-    tasks_dir: str | None = None  # None: the bundled benchmark
+    tasks_dir: str | None = None  # None: the bundled benchmark; or git+<url>@<ref>#<sub>, name@ver
+    tasks_ref: TasksRefConf = field(default_factory=TasksRefConf)
     suite: SuiteKind = SuiteKind.tasks  # probes: behaviour probes (default folder probes/)
     run_dir: str = "runs/${now:%Y%m%d-%H%M%S}-${name}"
     trials: int = 1

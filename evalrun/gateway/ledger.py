@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from evalrun.config.pricing import Price
 from evalrun.gateway.meter import Metered
-from evalrun.models.records import Usage
+from evalrun.models.records import ModelCall, Usage
 
 Pricer = Callable[[str], tuple[Price | None, str]]
 
@@ -50,6 +50,7 @@ class Account:
     gateway_failures: list[str] = field(default_factory=list)  # provider unreachable, ...
     upstream_successes: int = 0
     last_failed: bool = False  # the last exchange with the provider was an error
+    calls: list[ModelCall] = field(default_factory=list)  # each metered request, in order
 
     def usage(self) -> Usage:
         if self.requests and self.unpriced:
@@ -120,6 +121,17 @@ class Ledger:
             account.cache_read_tokens += metered.cache_read_tokens
             account.cache_write_tokens += metered.cache_write_tokens
             account.cost_usd += cost
+            account.calls.append(
+                ModelCall(
+                    model=metered.model,
+                    input_tokens=metered.input_tokens,
+                    output_tokens=metered.output_tokens,
+                    cache_read_tokens=metered.cache_read_tokens,
+                    cache_write_tokens=metered.cache_write_tokens,
+                    cost_usd=cost if price is not None else None,
+                    tool_call_ids=list(metered.tool_call_ids),
+                )
+            )
             if price is None:
                 account.unpriced.append(source.removeprefix("unknown: "))
             if metered.model and metered.model not in account.models:

@@ -11,6 +11,10 @@ of JSON payloads and folded by the API the request path names:
 Token convention (evalrun's, see `evalrun.config.pricing`): `input_tokens` counts every prompt
 token, cached ones included. Anthropic reports cached tokens apart from `input_tokens`, so they are
 added back; Gemini's thinking tokens are billed as output.
+
+Each response also names the tool calls it asked for (`tool_call_ids`: the ids the API gave
+them, which the agent's own log repeats), so a sample's trajectory can put each model call's
+tokens and cost on the step whose tool call that call asked for (`evalrun.rundir.trajectory`).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 CHAT, RESPONSES, MESSAGES, GEMINI = "openai-chat", "openai-responses", "anthropic", "gemini"
@@ -55,6 +59,7 @@ class Metered:
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    tool_call_ids: tuple[str, ...] = ()  # the tool calls the response asked for, in order
 
     @property
     def tokens(self) -> int:
@@ -98,7 +103,61 @@ def _dict(value: Any) -> dict[str, Any]:
 def meter(api: str, payloads: Iterable[Any], request_model: str | None) -> Metered | None:
     """Fold a response's payloads into what it used; None when it reported no usage at all."""
     fold = {CHAT: _chat, RESPONSES: _responses, MESSAGES: _messages, GEMINI: _gemini}[api]
-    return fold([p for p in payloads if isinstance(p, dict)], request_model)
+    objects = [p for p in payloads if isinstance(p, dict)]
+    used = fold(objects, request_model)
+    if used is None:
+        return None
+    ids = {CHAT: _chat_calls, RESPONSES: _responses_calls, MESSAGES: _messages_calls}
+    found = ids[api](objects) if api in ids else _gemini_calls(objects)
+    return replace(used, tool_call_ids=tuple(dict.fromkeys(i for i in found if i)))
+
+
+def _ids(items: Iterable[Any], key: str) -> list[str]:
+    """The string `key` of each object among `items`."""
+    return [str(item[key]) for item in items if isinstance(item, dict) and item.get(key)]
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _chat_calls(payloads: list[dict[str, Any]]) -> list[str]:
+    """A whole response's `message.tool_calls`, or a stream's `delta.tool_calls` (each id in
+    the first chunk of its call)."""
+    found = []
+    for payload in payloads:
+        for choice in _list(payload.get("choices")):
+            for part in ("message", "delta"):
+                found += _ids(_list(_dict(_dict(choice).get(part)).get("tool_calls")), "id")
+    return found
+
+
+def _responses_calls(payloads: list[dict[str, Any]]) -> list[str]:
+    """`function_call` items of the response's output (or of a stream's item events)."""
+    items = []
+    for payload in payloads:
+        items += _list(_dict(payload.get("response") or payload).get("output"))
+        items.append(_dict(payload.get("item")))
+    return _ids([i for i in items if _dict(i).get("type") == "function_call"], "call_id")
+
+
+def _messages_calls(payloads: list[dict[str, Any]]) -> list[str]:
+    """`tool_use` blocks of the message (or of a stream's `content_block_start` events)."""
+    blocks = []
+    for payload in payloads:
+        blocks += _list(payload.get("content"))
+        blocks.append(_dict(payload.get("content_block")))
+    return _ids([b for b in blocks if _dict(b).get("type") == "tool_use"], "id")
+
+
+def _gemini_calls(payloads: list[dict[str, Any]]) -> list[str]:
+    """`functionCall` parts that carry an id (Gemini gives one only sometimes)."""
+    calls = []
+    for payload in payloads:
+        for candidate in _list(payload.get("candidates")):
+            for part in _list(_dict(_dict(candidate).get("content")).get("parts")):
+                calls.append(_dict(_dict(part).get("functionCall")))
+    return _ids(calls, "id")
 
 
 def _last(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from evalrun.honesty.tamper import Attack
 
-GUIDE = "tasks/README.md 'Writing a verifier'"
+GUIDE = "`evalrun docs verifiers`, 'Writing a verifier'"
 NOT_HARDENING = "verifier hardening cannot fix this"
 KIT = "verifykit `Session` / `run`"
 IN_A_CHILD = (

@@ -52,6 +52,10 @@ class ConfigChanges(BaseModel):
 
     options: dict[str, ValuePair] = {}
     """Config groups whose chosen option differs (from each run's plan.json)."""
+    suite: dict[str, ValuePair] = {}
+    """What a suite given by reference resolved to, where the runs differ (`registry`,
+    `commit <url>[#sub]`: commit a -> commit b; None on a side that did not use it), from
+    each run's plan.json provenance (`evalrun.models.plan.TasksSource.facts`)."""
     changed: dict[str, ValuePair]
     added: dict[str, Any]
     """Keys only in run b, with b's value."""

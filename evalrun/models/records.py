@@ -48,6 +48,7 @@ class ToolCall(BaseModel):
     # the first call of that response only, so a trajectory's tokens add up.
     input_tokens: int | None = None
     output_tokens: int | None = None
+    call_id: str | None = None  # the id the model API gave the call, when the agent's log keeps it
 
     @field_validator("args", mode="before")
     @classmethod
@@ -90,6 +91,21 @@ class Usage(BaseModel):
         )
 
 
+class ModelCall(BaseModel):
+    """One model request of a sample as it was counted - by evalrun's gateway (the CLI
+    presets) or by pydantic-ai (`coder`): its model, tokens (`input_tokens` with cached ones),
+    cost (None: unpriced) and the ids of the tool calls its response asked for."""
+
+    model: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float | None = None
+    tool_call_ids: list[str] = Field(default_factory=list)
+    counted_by: str = "evalrun's gateway"
+
+
 class AgentResult(BaseModel):
     """What an agent hands back: its final message, what it did, what it cost, how it ended.
     Its text is made valid Unicode when it is made or set (`_valid_text`)."""
@@ -102,6 +118,11 @@ class AgentResult(BaseModel):
     error: str | None = None
     stderr: str = ""
     """What the agent's process wrote to stderr, its tail (command agents), whatever its exit."""
+    model_calls: list[ModelCall] = Field(default_factory=list)
+    """Each model request as it was counted, in order (empty: not counted one by one)."""
+    atif: dict[str, Any] | None = None
+    """The trajectory the agent wrote itself in ATIF (`evalrun.models.atif`), validated when it
+    was read; the sample's trajectory.json is made from it (`evalrun.rundir.trajectory`)."""
 
     _text = field_validator("output", "error", "stderr")(_valid_text)
 
@@ -297,6 +318,7 @@ class SampleRecord(SampleCore):
     workspace_diff: WorkspaceDiff | None = None  # None: not recorded (a harness error)
     final_workspace: KeptWorkspace | None = None  # None: keeping was off, or no agent phase
     regrade_of: RegradeOf | None = None  # set by `evalrun regrade`: the verdict is new
+    workspace_kept: str | None = None  # where keep_workspaces=true left the workspace
 
 
 class _AgentUsage(BaseModel):

@@ -119,20 +119,31 @@ def config_rows(config: ConfigChanges) -> list[tuple[str, str, str, str]]:
         return value if isinstance(value, str) else json.dumps(value, default=str)
 
     rows = [(key, "option", shown(p.a), shown(p.b)) for key, p in config.options.items()]
+    rows += [(key, "suite", shown(p.a), shown(p.b)) for key, p in config.suite.items()]
     rows += [(key, "changed", shown(p.a), shown(p.b)) for key, p in config.changed.items()]
     rows += [(k, "added", "—", shown(v)) for k, v in config.added.items()]
     rows += [(k, "removed", shown(v), "—") for k, v in config.removed.items()]
     return rows
 
 
-def render_diff_html(diff: RunDiff, out_dir: Path | None = None) -> str:
+def render_diff_html(
+    diff: RunDiff,
+    out_dir: Path | None = None,
+    *,
+    reports: tuple[str, str] | None = None,
+    home: str | None = None,
+) -> str:
     """The whole HTML document for a diff; `out_dir`: where it will be written (the task rows
-    link to both runs' report.html relative to it)."""
+    link to both runs' report.html relative to it), unless `reports` gives the links to the
+    two runs' pages; `home`: a link back to the page listing the runs (`evalrun view`)."""
     a, b = diff.a.label, diff.b.label
     tasks = diff.tasks
     names = dict.fromkeys(n for r in tasks.rows for side in (r.a, r.b) for n in side)
     k_names = [n for n in names if n.startswith(("pass@", "pass^"))]
-    hrefs = {"a": _report_href(a, out_dir), "b": _report_href(b, out_dir)}
+    if reports is None:
+        hrefs = {"a": _report_href(a, out_dir), "b": _report_href(b, out_dir)}
+    else:
+        hrefs = {"a": reports[0], "b": reports[1]}
     id_lists = [("added", tasks.added), ("removed", tasks.removed), ("changed", tasks.changed)]
     partial = [
         f"run {name} is {side.state}: its metrics cover only the recorded cells"
@@ -154,4 +165,5 @@ def render_diff_html(diff: RunDiff, out_dir: Path | None = None) -> str:
         k_names=k_names,
         rows=task_rows(tasks.rows, hrefs, k_names),
         notes=notes,
+        home=home,
     )

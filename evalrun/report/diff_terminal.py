@@ -35,6 +35,11 @@ def render_diff(result: RunDiff, console: Console) -> None:
     for line in partial_warnings(result):
         console.print(styled("[yellow]{}[/]", line), soft_wrap=True)
     config = result.config
+    for what, pair in config.suite.items():  # one line each: a long URL stays readable
+        console.print(
+            styled("[yellow]suite changed:[/] {}: {} -> {}", what, _plain(pair.a), _plain(pair.b)),
+            soft_wrap=True,
+        )
     quiet = set(result.config_not_result_relevant)
     if config.options or config.changed or config.added or config.removed:
         table = Table(

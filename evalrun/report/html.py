@@ -185,7 +185,8 @@ def task_view(run: RunFiles, index: int, stats: TaskStats) -> dict[str, Any]:
     }
 
 
-def run_html(run: RunFiles) -> str:
+def run_html(run: RunFiles, home: str | None = None) -> str:
+    """The run's page; `home`: a link back to the page listing it (`evalrun view`)."""
     s = run.summary
     kmax = max(s.ks)
     o = s.overall
@@ -211,6 +212,7 @@ def run_html(run: RunFiles) -> str:
         sandbox=run.plan.sandbox,
         trials=str(run.plan.trials),
         tasks_dir=run.plan.tasks_dir,
+        source=run.plan.tasks_source.describe() if run.plan.tasks_source else None,
         started=when(run.started_at),
         status=run.state.describe() if run.state else "state unknown",
         state=run.state,
@@ -238,6 +240,7 @@ def run_html(run: RunFiles) -> str:
         overrides=" ".join(run.overrides) or "(none)",
         config_text=capped(run.config_text),
         fingerprints=[(t.id, t.fingerprint) for t in run.plan.tasks],
+        home=home,
     )
 
 

@@ -219,3 +219,83 @@ def bar_chart(
             )
     out.append("</svg>")
     return "".join(out)
+
+
+@dataclass(frozen=True)
+class TrendPoint:
+    """One run on a trend: its place in time order (x), its value, its 95% interval when the
+    metric has one, and the hover text naming the run."""
+
+    x: int
+    value: float
+    label: str
+    low: float | None = None
+    high: float | None = None
+
+
+def trend_chart(
+    series: Sequence[tuple[str, Sequence[TrendPoint]]],
+    *,
+    title: str,
+    runs: int,
+    fmt: Callable[[float], str],
+    y_max: float | None = None,
+) -> str:
+    """A metric across `runs` runs in time order (x: 0 oldest .. runs-1 newest), one line per
+    series (runs of one suite), each run a dot with its value - and its interval as a whisker -
+    on hover. y runs from 0 to `y_max`, else to the largest value rounded up."""
+    width, height, left, right, top, bottom = 900, 260, 52, 170, 26, 30
+    plot_w, plot_h = width - left - right, height - top - bottom
+    tallest = max((p.high or p.value for _, points in series for p in points), default=0.0)
+    ticks = nice_ticks(y_max if y_max is not None else tallest, 4)
+    scale = ticks[-1] or 1.0
+
+    def px(x: float) -> float:
+        return left + (plot_w / 2 if runs <= 1 else x / (runs - 1) * plot_w)
+
+    def py(y: float) -> float:
+        return top + plot_h - max(y, 0.0) / scale * plot_h
+
+    out = [_open(width, height, title)]
+    for tick in ticks:
+        y = py(tick)
+        out.append(
+            f'<line x1="{left}" x2="{left + plot_w}" y1="{y:.1f}" y2="{y:.1f}" stroke="#e3e3e3"/>'
+            f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{short_number(tick)}</text>'
+        )
+    axis_y = top + plot_h + 16
+    out.append(
+        f'<text x="{left}" y="{axis_y}">oldest</text>'
+        f'<text x="{left + plot_w}" y="{axis_y}" text-anchor="end">newest</text>'
+        f'<text x="{left + plot_w / 2:.0f}" y="{axis_y}" text-anchor="middle">'
+        f"{runs} runs in time order</text>"
+    )
+    for i, (name, points) in enumerate(series):
+        color = PALETTE[i % len(PALETTE)]
+        if len(points) > 1:
+            path = " ".join(f"{px(p.x):.1f},{py(p.value):.1f}" for p in points)
+            out.append(
+                f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="1.6"/>'
+            )
+        for p in points:
+            ci = ""
+            if p.low is not None and p.high is not None:
+                ci = f" (95% CI [{fmt(p.low)}, {fmt(p.high)}])"
+                out.append(
+                    f'<line class="whisker" x1="{px(p.x):.1f}" x2="{px(p.x):.1f}" '
+                    f'y1="{py(p.low):.1f}" y2="{py(p.high):.1f}" stroke="{color}" '
+                    f'stroke-opacity="0.35" stroke-width="3"/>'
+                )
+            out.append(
+                f'<circle cx="{px(p.x):.1f}" cy="{py(p.value):.1f}" r="3" fill="{color}">'
+                f"<title>{escape(p.label)}: {escape(fmt(p.value))}{escape(ci)}</title></circle>"
+            )
+        ly = top + 8 + i * 18
+        out.append(
+            f'<line x1="{width - right + 12}" x2="{width - right + 32}" y1="{ly}" y2="{ly}" '
+            f'stroke="{color}" stroke-width="2"/>'
+            f'<text x="{width - right + 38}" y="{ly + 4}">{escape(_cut(name, 20))}'
+            f"<title>{escape(name)}</title></text>"
+        )
+    out.append("</svg>")
+    return "".join(out)

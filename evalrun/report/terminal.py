@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from evalrun.console import make_console, styled
+from evalrun.models.plan import TasksSource
 from evalrun.models.records import Outcome, SampleRecord
 from evalrun.models.summary import PASS_AT, PASS_HAT, GroupStats, Summary
 from evalrun.report.reasons import failure_groups
@@ -146,8 +147,10 @@ def render(
     run_dir: Path,
     console: Console | None,
     records: Sequence[SampleRecord],
+    source: TasksSource | None = None,
 ) -> None:
-    """The tables, the summary block, then why samples did not pass (from `records`)."""
+    """The tables, the summary block, then why samples did not pass (from `records`); for a
+    suite given by reference (`source`), what it resolved to."""
     console = console or make_console(wide=True)
     console.print(task_table(summary))
     if len(summary.by_tag) > 1:
@@ -157,10 +160,13 @@ def render(
     for line in summary_lines(summary):
         console.print(line)
     print_reasons(records, console)
+    print_kept(records, console)
     state = summary.state
     if state is not None:
         colour = "green" if state.complete else "yellow"
         console.print(styled(f"run [{colour}]{{}}[/]", state.describe()))
+    if source is not None:
+        console.print(f"suite: {source.describe()}", highlight=False)
     console.print(f"run directory: {run_dir}")
 
 
@@ -185,3 +191,18 @@ def print_reasons(
     if rest:
         more = sum(len(g.trials) for g in rest)
         console.print(f"  ... and {more} more: see report.html")
+
+
+def print_kept(records: Sequence[SampleRecord], console: Console, cap: int = REASONS_SHOWN) -> None:
+    """Where keep_workspaces=true left each sample's workspace, one line per sample (after
+    `cap`, how many more and where to find them); nothing when none was kept."""
+    kept = [r for r in records if r.workspace_kept]
+    if not kept:
+        return
+    console.print(f"workspaces kept (keep_workspaces=true): {len(kept)}")
+    width = max(len(f"{r.task_id} #{r.trial}") for r in kept[:cap])
+    for rec in kept[:cap]:
+        label = f"{rec.task_id} #{rec.trial}".ljust(width)
+        console.print(styled("  {}  {}", label, rec.workspace_kept), soft_wrap=True)
+    if len(kept) > cap:
+        console.print(f"  ... and {len(kept) - cap} more: evalrun show <run> <task-id>")

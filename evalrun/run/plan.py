@@ -28,7 +28,7 @@ from rich.console import Console
 from evalrun.agents.base import Agent, RunScope
 from evalrun.analysis.gate import ThresholdProfile
 from evalrun.bundled import PROBES_DIR, TASKS_DIR
-from evalrun.config.schema import EvalConfig, SuiteKind, resolved_dict
+from evalrun.config.schema import EvalConfig, SuiteKind, TasksRefConf, resolved_dict
 from evalrun.console import make_console, styled
 from evalrun.errors import UsageError, bad_value
 from evalrun.models.records import CellKey, SampleRecord, SkipKind, SkippedEntry
@@ -45,8 +45,9 @@ from evalrun.tasks.base import Difficulty, setup_bytes
 from evalrun.tasks.loader import Suite, Task, runnable_on, scan_suite, unenforced_limits
 
 if TYPE_CHECKING:
-    from evalrun.models.plan import PlanFile, PlannedTask
+    from evalrun.models.plan import PlanFile, PlannedTask, TasksSource
     from evalrun.models.summary import Summary
+    from evalrun.tasks.remote import Resolved
 
 BUNDLED_TASKS = TASKS_DIR
 BUNDLED_PROBES = PROBES_DIR
@@ -103,6 +104,7 @@ class RunPlan:
     secrets: SecretValues = field(repr=False, default_factory=SecretValues)
     new_dir: bool = False  # run_dir is a template (`runs/${now:...}-eval`): claim a fresh one
     keep_caps: KeepCaps | None = None  # final workspaces kept within these (None: not kept)
+    tasks_source: TasksSource | None = None  # a suite given by reference, as resolved
 
     @property
     def unloadable(self) -> list[SkippedEntry]:
@@ -147,7 +149,8 @@ class RunPlan:
             choices=group_choices(),
             tasks=[planned_task(t) for t in self.tasks],
             cells=len(self.cells),
-            provenance=reproduction_info(self.tasks_dir),  # install kind, git shas, versions
+            # install kind, git shas, versions, and the suite's reference as resolved
+            provenance=reproduction_info(self.tasks_dir, self.tasks_source),
             skipped=list(self.skipped),
         )
 
@@ -264,8 +267,31 @@ def nothing_selected(
     )
 
 
-def resolve_tasks_dir(value: str | None) -> Path:
-    return BUNDLED_TASKS if value in (None, "") else Path(value).expanduser().resolve()
+def resolve_tasks_dir(value: str | None, tasks_ref: TasksRefConf | None = None) -> Resolved:
+    """The folder `tasks_dir` names - the bundled benchmark when unset, a git reference or a
+    registry dataset checked out into the cache (`evalrun.tasks.remote`) - with what the
+    resolution wants said printed on stderr."""
+    from evalrun.tasks.remote import Resolved, resolve  # here: a run of a folder never pays
+
+    if value in (None, ""):
+        return Resolved(BUNDLED_TASKS)
+    resolved = resolve(str(value), tasks_ref or TasksRefConf())
+    for note in resolved.notes:
+        make_console(stderr=True, soft_wrap=True).print(styled("[yellow]note:[/]"), note)
+    return resolved
+
+
+def local_tasks_dir(value: str | None, command: str) -> Path:
+    """The folder `tasks_dir` names on disk (unset: the bundled benchmark); a `UsageError` for
+    a reference, whose cached checkout `command` must not write into."""
+    from evalrun.tasks.remote.reference import parse
+
+    if value and parse(value) is not None:
+        raise UsageError(
+            f"tasks_dir: {command} needs a folder of your own, not the reference {value!r} "
+            "(its checkout is a shared, verified cache)"
+        )
+    return resolve_tasks_dir(value).folder
 
 
 def load_for_suite(
@@ -274,21 +300,26 @@ def load_for_suite(
     reward_threshold: float,
     strict: bool = False,
     verifier_hardening: bool = EvalConfig.verifier_hardening,
+    tasks_ref: TasksRefConf | None = None,
 ) -> Suite:
     """`suite=tasks`: task folders (default: the bundled benchmark); `suite=probes`: behaviour
-    probe folders (default: the bundled probes/). `tasks_dir` points either at another folder."""
+    probe folders (default: the bundled probes/). `tasks_dir` points either at another folder,
+    or names one by reference (`tasks_ref` says how those resolve)."""
     if suite is SuiteKind.probes:
         from evalrun.probes.format import load_probes
 
-        folder = resolve_tasks_dir(tasks_dir) if tasks_dir else BUNDLED_PROBES
-        return Suite(folder, load_probes(folder))
-    folder = resolve_tasks_dir(tasks_dir)
-    return scan_suite(
-        folder,
+        if not tasks_dir:
+            return Suite(BUNDLED_PROBES, load_probes(BUNDLED_PROBES))
+        resolved = resolve_tasks_dir(tasks_dir, tasks_ref)
+        return Suite(resolved.folder, load_probes(resolved.folder), source=resolved.source)
+    resolved = resolve_tasks_dir(tasks_dir, tasks_ref)
+    loaded = scan_suite(
+        resolved.folder,
         reward_threshold=reward_threshold,
         strict=strict,
         verifier_hardening=verifier_hardening,
     )
+    return replace(loaded, source=resolved.source)
 
 
 def refuse_unloadable(suite: Suite, ids: list[str]) -> list[SkippedEntry]:
@@ -358,7 +389,12 @@ def build(cfg: DictConfig) -> RunPlan:
         raise from_hydra(exc) from exc
     check_numbers(cfg)
     suite = load_for_suite(
-        cfg.suite, cfg.tasks_dir, cfg.reward_threshold, cfg.strict_formats, cfg.verifier_hardening
+        cfg.suite,
+        cfg.tasks_dir,
+        cfg.reward_threshold,
+        cfg.strict_formats,
+        cfg.verifier_hardening,
+        cfg.tasks_ref,
     )
     ids = as_list(cfg.ids, "ids")
     skipped = refuse_unloadable(suite, ids)
@@ -387,6 +423,7 @@ def build(cfg: DictConfig) -> RunPlan:
         run_id=run_dir.name,
         run_dir=run_dir,
         tasks_dir=suite.tasks_dir,
+        tasks_source=suite.source,
         config=redact(resolved, secrets),
         tasks=tuple(tasks),
         trials=cfg.trials,
@@ -464,14 +501,18 @@ def grouped_warnings(warnings: Sequence[str], shown: int = 3) -> list[str]:
 
 
 def without_unhostable(plan: RunPlan, scope: RunScope) -> RunPlan:
-    """The plan without the tasks the prepared agent cannot run in (`RunScope.cannot_host`:
-    e.g. a prebuilt image with no python3 for an agent preset's gateway forwarder), each
-    skipped with its reason before any sample starts; a plan with nothing left is refused."""
+    """The plan without the tasks the prepared agent cannot run (`RunScope.cannot_host`: e.g. a
+    prebuilt image with no python3 for an agent preset's gateway forwarder; `mcp_refusal`: a
+    task with MCP servers for an agent that cannot use them), each skipped with its reason
+    before any sample starts; a plan with nothing left is refused."""
     kept: list[Task] = []
     skipped: list[SkippedEntry] = []
     for task in plan.tasks:
         spec = task.format.sandbox_spec
         reason = None if spec.is_default else scope.cannot_host(spec)
+        if reason is None and scope.mcp_refusal and task.spec.mcp_servers:
+            names = ", ".join(s.name for s in task.spec.mcp_servers)
+            reason = f"needs MCP servers ({names}): {scope.mcp_refusal}"
         if reason is None:
             kept.append(task)
         else:
@@ -525,7 +566,8 @@ def warn_unenforced(backend: SandboxBackend, tasks: Sequence[Task]) -> None:
     console.print(
         styled("[yellow]warning:[/]"),
         f"sandbox={backend.name} does not enforce these task limits; their samples get the "
-        "sandbox's own limits, if any:",
+        "sandbox's own limits, if any (for allowed_hosts: the sandbox's whole network, "
+        "sandbox=docker enforces it):",
     )
     for line in lines:
         console.print(f"  {line}")

@@ -32,6 +32,7 @@ from evalrun.run.plan import (
 )
 from evalrun.rundir.redact import MIN_SCRUB_CHARS
 from evalrun.rundir.store import RunLock, RunStore, claim_new_run_dir, remove_if_unused
+from evalrun.rundir.trajectory import Session
 from evalrun.sandbox.base import SandboxBackend
 
 if TYPE_CHECKING:
@@ -42,6 +43,8 @@ def print_plan(plan: RunPlan, console: Console) -> None:
     console.print(f"run id     {plan.run_id}")
     console.print(f"run dir    {plan.run_dir}")
     console.print(f"tasks dir  {plan.tasks_dir}")
+    if plan.tasks_source is not None:
+        console.print(f"suite      {plan.tasks_source.describe()}", highlight=False)
     console.print(f"sandbox    {plan.backend.name}    agent {plan.agent.name}")
     console.print(
         f"tasks      {len(plan.tasks)}    trials {plan.trials}    cells {len(plan.cells)}",
@@ -74,11 +77,19 @@ def refuse_incompatible_resume(plan: RunPlan) -> None:
 
     if not is_run_dir(plan.run_dir):
         return
-    changes = diff(RunLog.open(plan.run_dir).config, plan.config, ignore=NOT_RESULT_RELEVANT)
-    if changes:
+    recorded = RunLog.open(plan.run_dir)
+    lines = diff(recorded.config, plan.config, ignore=NOT_RESULT_RELEVANT).lines()
+    # the same tasks_dir reference may resolve to another commit (a branch that moved)
+    before, now = (s.facts() if s else {} for s in (recorded.plan.tasks_source, plan.tasks_source))
+    lines += [
+        f"  {key}: {before.get(key)!r} -> {now.get(key)!r}"
+        for key in sorted(set(before) | set(now))
+        if before.get(key) != now.get(key)
+    ]
+    if lines:
         raise UsageError(
             f"{plan.run_dir} holds a run with a different result-relevant config; refusing to "
-            "mix results. Differences (recorded -> now):\n" + "\n".join(changes.lines())
+            "mix results. Differences (recorded -> now):\n" + "\n".join(lines)
         )
 
 
@@ -186,7 +197,7 @@ def _execute_and_report(
     report_files = write_reports(plan.run_dir)  # report.html, junit.xml
     plan.tracker.finish(summary)
     records = log.planned(log.records())  # in plan order, for the reasons and the probes
-    render(summary, plan.run_dir, console, records)
+    render(summary, plan.run_dir, console, records, plan.tasks_source)
     if plan.suite is SuiteKind.probes:  # each expectation's pass rate per probe, and probes.json
         from evalrun.report.probes import report_expectations
 
@@ -221,10 +232,12 @@ def _run_samples(
             f"cancelling samples in flight ({again} at once)",
         )
 
+    session = Session.of(plan.to_plan_file(), plan.config)
     with RunProgress(len(todo), dict(Counter(t.id for t, _ in todo)), console) as progress:
 
         def on_record(record: SampleRecord) -> None:
             written = store.append(record)  # scrubbed of the run's secret values
+            store.write_trajectory(written, session)  # trajectory.json (ATIF)
             plan.tracker.record(written)
             progress.advance(written)
 

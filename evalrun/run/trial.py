@@ -138,6 +138,7 @@ class Trial:
         self._log = log
         self._setup_log = ""
         self._backend: SandboxBackend | None = None
+        self._kept: str | None = None  # where the sample's workspace stays (keep_workspaces)
 
     async def run(self, backend: SandboxBackend) -> SampleRecord:
         """The attempt's record. Never raises for anything the sample itself did."""
@@ -145,6 +146,7 @@ class Trial:
         self._backend = backend
         try:
             async with self._open(backend) as box:
+                self._kept = box.kept_at
                 await self.setup(box)
                 plan = self.task.format.step_plan
                 turn = await (self.turn(box) if plan is None else self.steps(box, plan))
@@ -358,6 +360,7 @@ class Trial:
             phases=self.phases,
             started_at=self.started,
             finished_at=time.time(),
+            workspace_kept=self._kept,
             **given,
         )
 

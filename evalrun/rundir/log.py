@@ -63,6 +63,14 @@ SUMMARY_SCHEMA = 1  # likewise summary.json (docs/summary-schema.md)
 
 
 R = TypeVar("R", bound=SampleRecord | SampleDigest)
+
+
+class _Started(BaseModel):
+    """A record line parsed only for when its sample started (`RunLog.started_at`)."""
+
+    started_at: float
+
+
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -126,14 +134,33 @@ class RunLog(BaseModel):
         return self.saved_summary is not None
 
     @property
-    def agent(self) -> str:
-        """The agent as it was chosen - its config option (`my_agent`), else its kind - with
-        the model it called: `coder (gpt-4o-mini)`."""
+    def agent_option(self) -> str:
+        """The agent as it was chosen: its config option (`my_agent`), else its kind."""
+        return self.plan.choices.get("agent", self.plan.agent)
+
+    @property
+    def model(self) -> str | None:
+        """The model the agent called - its own `model`, else its provider's - or None for an
+        agent that calls none (oracle, noop, a command agent)."""
         agent_cfg = self.config.get("agent")
-        provider = agent_cfg.get("provider") if isinstance(agent_cfg, dict) else None
-        model = provider.get("model") if isinstance(provider, dict) else None
-        name = self.plan.choices.get("agent", self.plan.agent)
-        return f"{name} ({model})" if model else name
+        if not isinstance(agent_cfg, dict):
+            return None
+        own, provider = agent_cfg.get("model"), agent_cfg.get("provider")
+        model = own or (provider.get("model") if isinstance(provider, dict) else None)
+        return str(model) if model else None
+
+    @property
+    def provider(self) -> str | None:
+        """The provider option the agent's model was reached through, when it calls one."""
+        agent_cfg = self.config.get("agent")
+        if not isinstance(agent_cfg, dict) or not isinstance(agent_cfg.get("provider"), dict):
+            return None
+        return self.plan.choices.get("provider") or agent_cfg["provider"].get("name")
+
+    @property
+    def agent(self) -> str:
+        """The agent as it was chosen with the model it called: `coder (gpt-4o-mini)`."""
+        return f"{self.agent_option} ({self.model})" if self.model else self.agent_option
 
     @property
     def last_written(self) -> float:
@@ -143,6 +170,13 @@ class RunLog(BaseModel):
             if path.exists():
                 return path.stat().st_mtime
         return 0.0
+
+    @property
+    def started_at(self) -> float:
+        """When the run started: the first record's start (the first sample to finish began as
+        the run did), else when plan.json was written. Reads one line of samples.jsonl."""
+        first = next(_stream(self.run_dir / SAMPLES_FILE, _Started), None)
+        return first.started_at if first is not None else (self.run_dir / PLAN_FILE).stat().st_mtime
 
     # --- the samples --------------------------------------------------------------------------
     def records(self) -> Iterator[SampleRecord]:
@@ -177,6 +211,20 @@ class RunLog(BaseModel):
     def state(self) -> RunState:
         """Complete, or partial N/M with the missing cells: from the files, read now."""
         return run_state(self.plan.cell_keys(), self.recorded_cells())
+
+    def current_state(self) -> RunState:
+        """`state()`, read cheaply: the state summary.json saved when nothing was recorded after
+        it (the usual case: a run that ended), else counted from samples.jsonl's cells."""
+        saved = self.saved_summary
+        if saved is not None and saved.state is not None and not self._recorded_since_summary():
+            return saved.state
+        return self.state()
+
+    def _recorded_since_summary(self) -> bool:
+        samples = self.run_dir / SAMPLES_FILE
+        if not samples.exists():
+            return False
+        return samples.stat().st_mtime_ns > (self.run_dir / SUMMARY_FILE).stat().st_mtime_ns
 
     def summarize(self, records: Iterable[SampleRecord | SampleDigest] | None = None) -> Summary:
         """The summary computed from the records (the plan's cells; `records` when the caller

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import evalrun
+from evalrun.models.plan import TasksSource
 
 KEY_PACKAGES = (
     "evalrun",
@@ -80,11 +81,14 @@ def install_info() -> dict[str, Any]:
     return {"kind": "wheel", "path": str(Path(evalrun.__file__).resolve().parent)}
 
 
-def reproduction_info(tasks_dir: Path) -> dict[str, Any]:
+def reproduction_info(tasks_dir: Path, source: TasksSource | None = None) -> dict[str, Any]:
     """How evalrun is installed, git state of evalrun (a checkout only) and of the tasks, Python
-    and package versions."""
+    and package versions; for a suite given by reference, `tasks_source`: the URL, commit,
+    sub-folder and registry dataset it resolved to."""
     tree = source_tree()
+    given = {"tasks_source": source.model_dump(mode="json")} if source is not None else {}
     return {
+        **given,
         "install": install_info(),
         "git": {
             "evalrun": git_state(tree) if tree is not None else None,

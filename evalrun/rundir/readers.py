@@ -29,7 +29,15 @@ def read_side(run_dir: str | Path) -> RunSide:
     except UsageError as exc:
         raise UsageError(f"diff: {exc}") from exc
     fingerprints = {t.id: t.fingerprint for t in run.plan.tasks}
-    return RunSide(run.run_dir, run.config, fingerprints, run.summary(), run.plan.choices)
+    source = run.plan.tasks_source
+    return RunSide(
+        run.run_dir,
+        run.config,
+        fingerprints,
+        run.summary(),
+        run.plan.choices,
+        source.facts() if source else {},
+    )
 
 
 def profile_for(profile_cfg: Any, baseline: str | Path | None) -> ThresholdProfile:

@@ -14,6 +14,7 @@ these two modules.
   summary.json     metrics over samples.jsonl and the run's state (rewritten at the end of a run)
   samples/<task>/<trial>/{setup,agent,verify}.log
   samples/<task>/<trial>/workspace.tar.gz   the final workspace, kept for `evalrun regrade`
+  samples/<task>/<trial>/trajectory.json   the sample as ATIF (evalrun.rundir.trajectory)
 ```
 
 One run, one directory, one writer:
@@ -47,6 +48,7 @@ from evalrun.errors import UsageError
 from evalrun.models.records import CellKey, SampleRecord, minimal, writable
 from evalrun.models.writable import escape_surrogates, tail_text
 from evalrun.rundir.redact import SecretValues, redact, redact_overrides
+from evalrun.rundir.trajectory import Session, trajectory_of
 
 if TYPE_CHECKING:
     from evalrun.models.plan import PlanFile
@@ -59,6 +61,7 @@ CONFIG_FILE = "config.yaml"
 OVERRIDES_FILE = "overrides.yaml"
 LOCK_FILE = "writer.lock"
 FINAL_WORKSPACE_FILE = "workspace.tar.gz"  # in a sample's folder (evalrun.run.final_workspace)
+TRAJECTORY_FILE = "trajectory.json"  # a sample's ATIF document, beside its logs
 MAX_SUFFIX = 1000
 LOG_CHARS = 8_000_000  # a per-sample log keeps its last this many characters
 
@@ -141,15 +144,35 @@ class RunStore:
         text = escape_surrogates(tail_text(text, LOG_CHARS))
         (folder / name).write_text(self.secrets.scrub(text), encoding="utf-8", errors="replace")
 
+    def write_trajectory(self, record: SampleRecord, session: Session) -> Path:
+        """The sample's trajectory.json (ATIF, `evalrun.rundir.trajectory`), from its record as
+        written (already scrubbed), scrubbed again with the rest of the document."""
+        return write_trajectory(sample_dir(self.run_dir, record.key), record, session, self.secrets)
 
-def sample_dir(run_dir: Path, key: CellKey) -> Path:
-    """The folder of a sample's logs and kept workspace: `samples/<task>/<trial>`."""
-    return Path(run_dir) / "samples" / key.task_id / str(key.trial)
+
+def sample_dir(root: Path, key: CellKey) -> Path:
+    """The folder of one sample's files: `<root>/samples/<task>/<trial>`."""
+    return root / "samples" / key.task_id / str(key.trial)
+
+
+def write_trajectory(
+    folder: Path, record: SampleRecord, session: Session, secrets: SecretValues | None = None
+) -> Path:
+    """Write `record`'s ATIF trajectory as `folder`/trajectory.json (atomically); return it."""
+    folder.mkdir(parents=True, exist_ok=True)
+    document = trajectory_of(record, session).to_json()
+    if secrets is not None:
+        document = secrets.scrub_data(document)
+    path = folder / TRAJECTORY_FILE
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return path
 
 
 def final_workspace_path(run_dir: Path, key: CellKey) -> Path:
     """Where a sample's final workspace is kept (`evalrun.run.final_workspace`)."""
-    return sample_dir(run_dir, key) / FINAL_WORKSPACE_FILE
+    return sample_dir(Path(run_dir), key) / FINAL_WORKSPACE_FILE
 
 
 def _serialised(record: SampleRecord) -> bytes:

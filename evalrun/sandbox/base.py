@@ -50,6 +50,10 @@ class Sandbox(Protocol):
 
     workdir: str
     private_dir: str
+    # Where the workspace stays once the sandbox closes, with keep_workspaces=true, as a user
+    # would open it (a host folder; `docker container <id>`; `modal sandbox <id>`); None: it
+    # goes with the sandbox. Set by the backend that opened it.
+    kept_at: str | None
 
     # What this kind of sandbox can do, declared by each backend's sandbox class (never probed
     # with getattr): formats ask these instead of the backend's name.
@@ -177,6 +181,12 @@ class Network(StrEnum):
     unspecified = "unspecified"  # nothing: the backend's own setting (no network on bwrap/docker)
     none = "none"  # no network at all, on every backend
     public = "public"  # the task needs the network
+    allowlist = "allowlist"  # only the hosts of its `allowed_hosts` (elsewhere: as `public`)
+
+    @property
+    def reaches_out(self) -> bool:
+        """Whether a phase with this policy gets a network at all."""
+        return self in (Network.public, Network.allowlist)
 
 
 @dataclass(frozen=True)
@@ -186,21 +196,33 @@ class SandboxSpec:
     `workdir`: the absolute path of the workspace inside the sandbox (None: the backend's own).
     `cpus` / `memory_mb` / `storage_mb`: the task's own limits, replacing the backend's where it
     enforces them (`SandboxBackend.task_limits`); elsewhere the backend's own limits apply.
+    `gpus`: how many GPUs its samples need (docker alone gives them, through the engine's device
+    requests; every other backend, and an engine without a GPU runtime, cannot host it).
     `env`: variables every command in the sandbox sees (already resolved on the host).
     `user`: the user commands run as (None: the backend's sandbox user).
     `network` is the network of the setup and the agent's phase; `verifier_network` that of the
-    verifier's phase where it differs (None: the same) - `networks` gives both.
+    verifier's phase where it differs (None: the same) - `networks` gives both. A phase whose
+    network is `allowlist` may reach only `allowed_hosts` (the agent's phase) or
+    `verifier_allowed_hosts` (the verifier's, None: the same) - `hosts` gives both: hostnames,
+    `*.suffix` patterns, IP addresses and CIDR ranges, as Harbor's `allowed_hosts`.
+    `compose_file`: a compose file of further containers the sample runs with (Harbor's
+    environment/docker-compose.yaml): its service `main` is the sandbox, built from `image`,
+    and the others reach it - and it them - by service name (None: one container).
     """
 
     image: TaskImage | None = None
     workdir: str | None = None
     network: Network = Network.unspecified
     verifier_network: Network | None = None
+    allowed_hosts: tuple[str, ...] = ()
+    verifier_allowed_hosts: tuple[str, ...] | None = None
     cpus: float | None = None
     memory_mb: int | None = None
     storage_mb: int | None = None
+    gpus: int | None = None
     env: tuple[tuple[str, str], ...] = field(default=())
     user: str | None = None
+    compose_file: Path | None = None
 
     @property
     def is_default(self) -> bool:
@@ -211,13 +233,37 @@ class SandboxSpec:
         """The network of the agent's phase (and setup), and of the verifier's phase."""
         return self.network, self.verifier_network or self.network
 
+    @property
+    def hosts(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The hosts the agent's phase and the verifier's may reach, where theirs is `allowlist`."""
+        verifier = self.verifier_allowed_hosts
+        return self.allowed_hosts, self.allowed_hosts if verifier is None else verifier
+
     def limits_asked(self) -> list[str]:
-        """The names of the task limits this spec sets (`cpus`, `memory_mb`, `storage_mb`)."""
+        """The names of the task limits this spec sets (`cpus`, `memory_mb`, `storage_mb`, and
+        `allowed_hosts` when a phase may reach only some hosts)."""
         asked = {"cpus": self.cpus, "memory_mb": self.memory_mb, "storage_mb": self.storage_mb}
-        return [name for name, value in asked.items() if value is not None]
+        names = [name for name, value in asked.items() if value is not None]
+        return names + ["allowed_hosts"] * (Network.allowlist in self.networks)
 
 
 DEFAULT_SPEC = SandboxSpec()
+
+
+def needs_docker(spec: SandboxSpec, backend: str) -> str | None:
+    """Why a backend other than docker cannot host `spec`: GPUs, or several containers (None:
+    it asks for neither)."""
+    if spec.gpus:
+        return (
+            f"needs {spec.gpus} GPU(s); sandbox={backend} has none (sandbox=docker gives them on "
+            "a host whose engine has a GPU runtime)"
+        )
+    if spec.compose_file is not None:
+        return (
+            f"needs several containers (environment/{spec.compose_file.name}); "
+            f"sandbox={backend} runs one (use sandbox=docker)"
+        )
+    return None
 
 
 class SandboxBackend(Protocol):

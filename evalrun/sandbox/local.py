@@ -39,6 +39,7 @@ from evalrun.sandbox.base import (
     ExecResult,
     Network,
     SandboxSpec,
+    needs_docker,
     sandbox_env,
 )
 from evalrun.sandbox.common import hostfs
@@ -63,6 +64,7 @@ class LocalSandbox:
     switches_users = False  # every command runs as the sandbox's one user
 
     limit_poll_s: float | None = None
+    kept_at: str | None = None
 
     def __init__(
         self,
@@ -228,6 +230,8 @@ class LocalBackend:
         return prefix
 
     def cannot_host(self, spec: SandboxSpec) -> str | None:
+        if reason := needs_docker(spec, self.name):
+            return reason
         if spec.image is not None:
             return (
                 f"needs {spec.image.describe()}; sandbox=local cannot run task images "
@@ -259,7 +263,7 @@ class LocalBackend:
         mark_root(root, self.name, keep=self.keep_workspaces)
         self._open.add(root)
         try:
-            yield LocalSandbox(
+            box = LocalSandbox(
                 root,
                 output_limit=self.output_limit,
                 path_env=self._path_env,
@@ -267,6 +271,8 @@ class LocalBackend:
                 verifier_prefix=verifier,
                 env=dict(spec.env),
             )
+            box.kept_at = box.workdir if self.keep_workspaces else None
+            yield box
         finally:
             await asyncio.to_thread(kill_marked, root)
             if self.keep_workspaces:

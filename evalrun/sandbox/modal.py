@@ -85,6 +85,7 @@ from evalrun.sandbox.base import (
     ExecResult,
     Network,
     SandboxSpec,
+    needs_docker,
     sandbox_env,
 )
 from evalrun.sandbox.common.clear import clear_argv, clear_notes
@@ -130,6 +131,7 @@ class ModalSandbox:
     host_workspace = None  # the workspace is only reached through commands
 
     limit_poll_s: float | None = None
+    kept_at: str | None = None
 
     def __init__(self, sandbox: Any, output_limit: int, env: Mapping[str, str] | None = None):
         self._sb = sandbox
@@ -443,6 +445,8 @@ class ModalBackend:
         return self._app
 
     def cannot_host(self, spec: SandboxSpec) -> str | None:
+        if reason := needs_docker(spec, self.name):
+            return reason
         if spec.image is not None:
             return (
                 f"needs {spec.image.describe()}; sandbox=modal cannot run task images here "
@@ -450,7 +454,7 @@ class ModalBackend:
             )
         if spec.workdir is not None:
             return f"needs its workspace at {spec.workdir}; sandbox=modal keeps it at {WORKDIR}"
-        if Network.public in spec.networks and self.block_network:
+        if any(n.reaches_out for n in spec.networks) and self.block_network:
             return "needs the network; sandbox.block_network=true gives it none"
         if len(set(spec.networks)) > 1:
             return "needs a different network per phase; a Modal sandbox keeps one for its life"
@@ -513,6 +517,7 @@ class ModalBackend:
         self._live[id(sandbox)] = sandbox
         try:
             box = ModalSandbox(sandbox, self.output_limit, dict(spec.env))
+            box.kept_at = f"modal sandbox {box.sandbox_id}" if self.keep_workspaces else None
             code, stderr = await box._plain(["bash", "-c", _PREPARE])
             if code != 0:
                 raise SandboxError(f"preparing the modal sandbox failed: {stderr.strip()}")

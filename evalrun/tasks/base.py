@@ -27,7 +27,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from evalrun.models.records import AgentResult, Outcome
 from evalrun.sandbox.base import Sandbox, SandboxBackend, SandboxSpec
@@ -47,30 +47,73 @@ class JudgeSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    name: str = Field(min_length=1, description="the judge's name, a non-empty string")
+    task_introduction: str = Field(min_length=1, description="what the task is, a non-empty text")
+    evaluation_criteria: str = Field(min_length=1, description="how to score, a non-empty text")
+
+
+class McpTransport(StrEnum):
+    """How an agent reaches an MCP server (Harbor's names; its `http` is `streamable-http`)."""
+
+    stdio = "stdio"  # the agent starts `command` in its own sandbox and talks over its stdin/stdout
+    sse = "sse"
+    streamable_http = "streamable-http"
+
+
+class McpServer(BaseModel):
+    """An MCP server a task offers its agent (Harbor's `[[environment.mcp_servers]]`).
+
+    A `stdio` server is a command the agent's MCP client starts inside the sandbox (so `command`
+    and `args` are paths and words of the sandbox, not the host); an `sse` / `streamable-http`
+    server is a `url` the agent connects to (usually a sidecar container the task starts).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
     name: str = Field(min_length=1)
-    task_introduction: str = Field(min_length=1)
-    evaluation_criteria: str = Field(min_length=1)
+    transport: McpTransport
+    command: str | None = Field(default=None, min_length=1)
+    args: tuple[str, ...] = ()
+    url: str | None = Field(default=None, min_length=1)
+
+    @model_validator(mode="after")
+    def _reachable(self) -> McpServer:
+        if self.transport is McpTransport.stdio and not self.command:
+            raise ValueError(f"MCP server {self.name!r}: transport 'stdio' needs a command")
+        if self.transport is not McpTransport.stdio and not self.url:
+            raise ValueError(
+                f"MCP server {self.name!r}: transport {self.transport.value!r} needs a url"
+            )
+        return self
 
 
 class TaskSpec(BaseModel):
     """What an agent and a report need to know about a task, whatever its format.
 
     For the native format this is exactly task.yaml (unknown keys rejected); other formats fill it
-    from their own metadata.
+    from their own metadata. Each field's description says, in a user's words, what a value must
+    be (a bad task.yaml is told `tags: expected a list of tags, e.g. [python], got 'python'`).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    id: str
-    prompt: str
-    max_steps: int = Field(gt=0)
-    difficulty: Difficulty
-    tags: tuple[str, ...] = ()
-    judges: tuple[JudgeSpec, ...] = ()
-    agent_timeout_s: float | None = Field(default=None, gt=0)
+    id: str = Field(description="the task folder's name, e.g. 001-fix-the-parser")
+    prompt: str = Field(description="the instructions for the agent, a non-blank text")
+    max_steps: int = Field(gt=0, description="a whole number above 0")
+    difficulty: Difficulty = Field(description="one of easy, medium, hard")
+    tags: tuple[str, ...] = Field(default=(), description="a list of tags, e.g. [python]")
+    judges: tuple[JudgeSpec, ...] = Field(
+        default=(),
+        description="a list of judges, each with name, task_introduction, evaluation_criteria",
+    )
+    agent_timeout_s: float | None = Field(
+        default=None, gt=0, description="a number of seconds above 0"
+    )
     # false: the verifier runs as it did before `evalrun.verifier.hardening` (no start-up hook),
     # for one that truly needs the workspace to provide a standard-library module
-    verifier_hardening: bool = True
+    verifier_hardening: bool = Field(default=True, description="true or false")
+    # the MCP servers the agent may use (agents that cannot use them skip the task)
+    mcp_servers: tuple[McpServer, ...] = ()
 
     @field_validator("prompt")
     @classmethod
@@ -78,6 +121,16 @@ class TaskSpec(BaseModel):
         if not value.strip():
             raise ValueError("must not be blank")
         return value
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _unique_names(cls, servers: tuple[McpServer, ...]) -> tuple[McpServer, ...]:
+        names = [s.name for s in servers]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            repeated = ", ".join(map(repr, twice))
+            raise ValueError(f"MCP server names must be unique, {repeated} repeats")
+        return servers
 
 
 @dataclass(frozen=True)

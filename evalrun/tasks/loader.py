@@ -24,6 +24,7 @@ from pathlib import Path
 
 from evalrun.config.schema import EvalConfig
 from evalrun.errors import TaskFormatError, UsageError, bad_value
+from evalrun.models.plan import TasksSource
 from evalrun.sandbox.base import SandboxBackend
 from evalrun.tasks import lint, native
 from evalrun.tasks.base import HARBOR_TASK_FILE, FolderLayout, TaskFormat, TaskSpec
@@ -179,6 +180,7 @@ class Suite:
     tasks: list[Task]
     unloadable: list[Unloadable] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    source: TasksSource | None = None  # a suite given by reference (`evalrun.tasks.remote`)
 
 
 def scan_suite(
@@ -276,9 +278,9 @@ def runnable_on(
 
 
 def unenforced_limits(tasks: Sequence[Task], backend: SandboxBackend) -> list[str]:
-    """One line per task limit (`cpus`, `memory_mb`, `storage_mb`) that some of `tasks` set and
-    `backend` does not enforce (`SandboxBackend.task_limits`): their samples get the backend's
-    own limits instead, which a user should know before trusting a result."""
+    """One line per task limit (`cpus`, `memory_mb`, `storage_mb`, `allowed_hosts`) that some of
+    `tasks` set and `backend` does not enforce (`SandboxBackend.task_limits`): their samples get
+    the backend's own limits instead, which a user should know before trusting a result."""
     asked: dict[str, list[str]] = {}
     for task in tasks:
         for name in task.format.sandbox_spec.limits_asked():

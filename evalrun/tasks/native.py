@@ -33,15 +33,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import ValidationError
-
-from evalrun.config import yamlio
 from evalrun.errors import TaskFormatError
 from evalrun.models.records import AgentResult, Outcome, ToolCall
 from evalrun.models.writable import tail_text
 from evalrun.sandbox.base import DEFAULT_SPEC, ExecResult, Sandbox, SandboxBackend, SandboxSpec
-from evalrun.tasks import lint
+from evalrun.tasks import lint, taskfile
 from evalrun.tasks.base import (
     SetupFailed,
     StepPlan,
@@ -106,32 +102,10 @@ class TaskLayout:
 
 
 def load(folder: Path) -> tuple[TaskSpec, NativeFormat]:
-    """Parse and validate task.yaml; raise `TaskFormatError` naming the file and field."""
+    """Parse and validate task.yaml; raise `TaskFormatError` naming the file and field (every
+    problem of task.yaml at once, at its line and column: `evalrun.tasks.taskfile`)."""
     layout = TaskLayout(folder)
-    try:
-        raw = yamlio.safe_load(layout.task_file.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise TaskFormatError(layout.task_file, f"not valid YAML: {exc}") from exc
-    if not isinstance(raw, dict):
-        raise TaskFormatError(
-            layout.task_file, f"expected a mapping of fields, got {type(raw).__name__}"
-        )
-    try:
-        spec = TaskSpec.model_validate(raw)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"]) or None
-        message = first["msg"]
-        if first["type"] == "extra_forbidden":
-            allowed = ", ".join(TaskSpec.model_fields)
-            message = f"unknown key (allowed: {allowed})"
-        elif "input" in first and first["type"] not in ("missing",):
-            message = f"{message} (got {first['input']!r})"
-        raise TaskFormatError(layout.task_file, message, field=loc) from exc
-    if spec.id != folder.name:
-        raise TaskFormatError(
-            layout.task_file, f"id {spec.id!r} does not match its folder name {folder.name!r}", "id"
-        )
+    spec = taskfile.read_spec(layout.task_file)
     if not layout.verify_script.is_file():
         raise TaskFormatError(
             layout.verify_script, "missing: the verifier verify/verify.sh is required"

@@ -9,6 +9,7 @@ PYTHON* variable off its import path) only ever talks to the agent's code throug
                         `.call(func, *args)`, `.value(expr)`, `.exec(code)` return plain data
     run(argv)           one command (a CLI, `python3 script.py`), its exit code and output
     main()              run this file's unittest cases here, in the parent; print PASS / FAIL
+                        (a failed `assertEqual(got, expected)` is told where the two first differ)
 
 Plain data is None, bool, int, float, str, bytes and lists, tuples, sets and dicts of them
 (NamedTuples arrive as tuples). Anything else is an error naming its type: evaluate something
@@ -60,6 +61,7 @@ __all__ = [
     "Result",
     "Session",
     "fail",
+    "first_difference",
     "import_hidden",
     "main",
     "passed",
@@ -509,10 +511,94 @@ def fail(reason: str) -> NoReturn:
     sys.exit(1)
 
 
-def _describe(test: unittest.TestCase, tb: str) -> str:
+def first_difference(got: Any, expected: Any) -> str | None:
+    """Where `got` first differs from `expected`, in a line a person can act on: for texts the
+    first line that differs (`line 15: expected 'FizzBuzz\\n', got nothing (the text ends after
+    line 14)`), for lists and tuples the first item, for dicts the first key. None for other
+    values, or when they do not differ."""
+    if isinstance(got, str) and isinstance(expected, str):
+        return _first_in(got.splitlines(keepends=True), expected.splitlines(keepends=True), "line")
+    sequences = (list, tuple)
+    if isinstance(got, sequences) and isinstance(expected, sequences):
+        return _first_in(list(got), list(expected), "item", start=0)
+    if isinstance(got, dict) and isinstance(expected, dict):
+        for key in [*expected, *(k for k in got if k not in expected)]:
+            if key not in got:
+                return f"key {key!r}: expected {_clip(expected[key])}, got no such key"
+            if key not in expected:
+                return f"key {key!r}: expected no such key, got {_clip(got[key])}"
+            if got[key] != expected[key]:
+                return f"key {key!r}: expected {_clip(expected[key])}, got {_clip(got[key])}"
+    return None
+
+
+def _first_in(got: list, expected: list, unit: str, start: int = 1) -> str | None:
+    for index, (mine, theirs) in enumerate(zip(got, expected, strict=False)):
+        if mine != theirs:
+            return f"{unit} {index + start}: {_around(mine, theirs)}"
+    kind = "text" if unit == "line" else "list"
+    at = min(len(got), len(expected))
+    if len(got) < len(expected):
+        ends = f"the {kind} ends after {unit} {at - 1 + start}" if at else f"the {kind} is empty"
+        return f"{unit} {at + start}: expected {_clip(expected[at])}, got nothing ({ends})"
+    if len(got) > len(expected):
+        return f"{unit} {at + start}: expected nothing, got {_clip(got[at])}"
+    return None
+
+
+def _around(got: Any, expected: Any) -> str:
+    """`expected X, got Y`; two long texts are shown around the first character that differs."""
+    if isinstance(got, str) and isinstance(expected, str) and max(len(got), len(expected)) > 60:
+        col = next(
+            (i for i, (a, b) in enumerate(zip(got, expected, strict=False)) if a != b),
+            min(len(got), len(expected)),
+        )
+        first = max(0, col - 20)
+        show = slice(first, col + 40)
+        return f"from character {col + 1}, expected {_clip(expected[show])}, got {_clip(got[show])}"
+    return f"expected {_clip(expected)}, got {_clip(got)}"
+
+
+def _clip(value: Any) -> str:
+    shown = repr(value)
+    return shown if len(shown) <= 100 else shown[:97] + "..."
+
+
+def _compared(tb: Any) -> str | None:
+    """The first difference of the failed `assertEqual(got, expected)` in traceback `tb` (its
+    frame still holds both values), with the assertion's own message; None for other failures."""
+    found = None
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_code.co_name == "assertEqual" and {"first", "second"} <= frame.f_locals.keys():
+            found = frame.f_locals
+        tb = tb.tb_next
+    if found is None:
+        return None
+    difference = first_difference(found["first"], found["second"])
+    if difference is None:
+        return None
+    return difference + (f" : {found['msg']}" if found.get("msg") else "")
+
+
+class _Result(unittest.TextTestResult):
+    """Keeps, per failed test, where the values of its failed assertEqual first differ."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.differences: dict[str, str] = {}
+
+    def addFailure(self, test: unittest.TestCase, err: Any) -> None:
+        difference = _compared(err[2])
+        if difference is not None:
+            self.differences[test.id()] = difference
+        super().addFailure(test, err)
+
+
+def _describe(test: unittest.TestCase, tb: str, difference: str | None = None) -> str:
     lines = tb.rstrip().splitlines()
     found = [line for line in lines if _EXC_LINE.match(line)]
-    detail = (found[-1] if found else lines[-1]).strip()
+    detail = difference or (found[-1] if found else lines[-1]).strip()
     detail = re.sub(r"^(AssertionError|[\w.]*Raised\w*): ", "", detail)
     if len(detail) > 240:
         detail = detail[:237] + "..."
@@ -521,13 +607,19 @@ def _describe(test: unittest.TestCase, tb: str) -> str:
 
 
 def main() -> NoReturn:
-    """Run the unittest cases of `__main__` in this process and print the verdict."""
+    """Run the unittest cases of `__main__` in this process and print the verdict. A failed
+    `assertEqual(got, expected)` (got first) is told by where the two first differ."""
     module = sys.modules["__main__"]
     suite = unittest.defaultTestLoader.loadTestsFromModule(module)
-    result = unittest.TextTestRunner(stream=io.StringIO(), verbosity=0).run(suite)
+    runner = unittest.TextTestRunner(stream=io.StringIO(), verbosity=0, resultclass=_Result)
+    result = runner.run(suite)
+    assert isinstance(result, _Result)
     problems = result.failures + result.errors
     if problems:
-        fail(f"{_describe(*problems[0])} ({len(problems)} of {result.testsRun} checks failed)")
+        test, tb = problems[0]
+        difference = result.differences.get(test.id())
+        counted = f"({len(problems)} of {result.testsRun} checks failed)"
+        fail(f"{_describe(test, tb, difference)} {counted}")
     if result.testsRun == 0:
         fail("no checks ran")
     passed()

@@ -8,6 +8,8 @@ the one way tests/sandbox/conftest.py does it; the model is the local OpenAI sta
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 
 import pytest
 
@@ -58,3 +60,31 @@ def test_coder_tools_work_on_every_backend(backend_id, request, monkeypatch):
     assert [s.name for s in steps] == ["grep", "bash", "ls", "read", "edit", "edit"]
     assert steps[0].result.count("Invlaid") == 2
     assert all(s.error is None for s in steps)
+
+
+# A Harbor-style agent: fixes the typo and leaves its ATIF trajectory where Harbor's installed
+# agents leave theirs, /logs/agent/trajectory.json, saying nothing else.
+HARBOR_DOCUMENT = {
+    "schema_version": "ATIF-v1.5",
+    "session_id": "harbor-style",
+    "agent": {"name": "terminus-like", "version": "2.0"},
+    "steps": [
+        {"step_id": 1, "source": "user", "message": "fix the typo"},
+        {"step_id": 2, "source": "agent", "message": "Done: fixed it."},
+    ],
+}
+HARBOR_CLI = (
+    "sed -i s/Invlaid/Invalid/g settings.py && mkdir -p /logs/agent && echo "
+    + base64.b64encode(json.dumps(HARBOR_DOCUMENT).encode()).decode()
+    + " | base64 -d > /logs/agent/trajectory.json"
+)
+
+
+@pytest.mark.parametrize("backend_id", backend_params(["docker"]))
+def test_an_agent_writing_atif_where_harbor_reads_it_is_imported(backend_id, request):
+    backend = build_backend(backend_id, request)
+    rec = attempt(CommandAgent(cmd=HARBOR_CLI), backend)
+    assert rec.outcome == "pass", (rec.reason, rec.agent.error)
+    assert rec.agent.error is None
+    assert rec.agent.output == "Done: fixed it."
+    assert rec.agent.atif == HARBOR_DOCUMENT

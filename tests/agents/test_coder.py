@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import pytest
 
+from evalrun import __version__
 from tests.agents.conftest import evalrun_cli, run_eval
+from tests.atif_check import checked_trajectories
 from tests.openai_standin import Standin, answer, call, failure
 
 TYPO = "003-error-message-typo"
@@ -94,6 +96,38 @@ def test_right_edits_pass_the_oracle_and_the_record_matches_the_server(real_suit
     # The report shows cost and cost-equivalent tokens; the logged config holds no secret.
     assert "cost-equivalent tokens" in done.console
     assert "sk-test-standin" not in (done.run_dir / "config.yaml").read_text()
+    # trajectory.json: the sample in ATIF - the prompt, one step per tool call with its model
+    # turn's tokens where known, the answer - and the run's totals.
+    [document] = checked_trajectories(done.run_dir)
+    assert document["agent"] == {
+        "name": "coder",
+        "version": __version__,
+        "model_name": "gpt-4o-mini",
+    }
+    steps = document["steps"]
+    assert steps[0]["source"] == "user" and steps[0]["message"] == user[0]["content"]
+    assert [s["tool_calls"][0]["function_name"] for s in steps[1:-1]] == [
+        "ls",
+        "read",
+        "edit",
+        "edit",
+    ]
+    assert steps[2]["observation"]["results"][0]["content"] == agent.trajectory[1].result
+    # Each model turn's figures, as pydantic-ai counted them, on the first step it asked for.
+    metrics = [s.get("metrics") for s in steps[1:-1]]
+    assert metrics[3] is None  # asked for by the same turn as the step before
+    turns = [r for r in served if r.tool_calls]
+    assert [
+        (m["prompt_tokens"], m["completion_tokens"], m["cached_tokens"]) for m in metrics[:3]
+    ] == [(r.prompt_tokens, r.completion_tokens, r.cached_tokens) for r in turns]
+    assert sum(m["cost_usd"] for m in metrics[:3]) == pytest.approx((3700 * 2 + 87 * 8) / 1e6)
+    ids = [s["tool_calls"][0]["tool_call_id"] for s in steps[1:-1]]
+    assert ids == ["call_1_0", "call_2_0", "call_3_0", "call_3_1"]  # the API's own
+    assert all(m["extra"]["counted_by"] == "pydantic-ai" for m in metrics[:3])
+    assert steps[-1] == {"step_id": 6, "source": "agent", "message": agent.output}
+    totals = document["final_metrics"]
+    assert (totals["total_prompt_tokens"], totals["total_cached_tokens"]) == (5600, 1000)
+    assert totals["total_cost_usd"] == pytest.approx(expected)
 
 
 def test_wrong_edits_fail_the_oracle(real_suite, tmp_path):

@@ -11,6 +11,7 @@ from evalrun.agents.command import CommandAgent, read_trajectory, read_usage
 from evalrun.config.pricing import litellm_price
 from evalrun.errors import UsageError
 from tests.agents.conftest import FIXTURES, evalrun_cli, run_eval
+from tests.atif_check import checked_trajectories
 
 TYPO = "003-error-message-typo"
 CLI = (
@@ -156,3 +157,44 @@ def test_agent_env_needs_no_plus_on_the_command_line(make_task, tmp_path):
     assert "Key 'AGENT_MODE' is not in struct" not in proc.stderr
     record = next((tmp_path / "run").glob("samples.jsonl")).read_text()
     assert "mode=fast" in record
+
+
+ATIF_CLI = f"{shlex.quote(sys.executable)} {FIXTURES / 'atif_agent_cli.py'} --out {{atif_file}}"
+
+
+def test_a_cli_that_writes_atif_gets_it_imported_with_no_glue(real_suite, tmp_path):
+    done = run_eval(real_suite(TYPO), tmp_path / "run", *command(ATIF_CLI))
+    rec = done.only
+    assert rec.outcome == "pass", rec.reason
+    assert rec.agent.error is None
+    # No trajectory, usage or stdout of evalrun's kind: all three come from the ATIF document.
+    assert rec.agent.output == "Fixed both typos."
+    [call] = rec.agent.trajectory
+    assert (call.name, call.result, call.input_tokens) == ("replace", "2 replaced", 700)
+    usage = rec.agent.usage
+    assert (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens) == (1500, 50, 500)
+    assert usage.cost_usd == 0.003
+    assert usage.cost_source == "reported by the agent (its ATIF final_metrics)"
+    # trajectory.json is the agent's own document, kept whole, with the sample's identity added.
+    [document] = checked_trajectories(done.run_dir)
+    assert document["schema_version"] == "ATIF-v1.6"
+    assert document["session_id"] == "my-session-1"
+    assert document["agent"] == {"name": "my-agent", "version": "0.3.1"}
+    assert document["steps"][1]["reasoning_content"] == "The word is misspelled twice."
+    assert document["steps"][1]["metrics"]["cost_usd"] == 0.002
+    assert document["final_metrics"]["total_cost_usd"] == 0.003
+    assert document["extra"]["evalrun"]["outcome"] == "pass"
+
+
+def test_an_invalid_atif_file_is_noted_and_evalruns_own_trajectory_written(real_suite, tmp_path):
+    done = run_eval(real_suite(TYPO), tmp_path / "run", *command(ATIF_CLI + " --mode invalid"))
+    rec = done.only
+    assert rec.outcome == "pass", rec.reason
+    assert rec.agent.atif is None
+    assert rec.agent.error is not None
+    assert "atif_file" not in rec.agent.error  # the path itself, not the placeholder
+    assert "trajectory.json: not ATIF: steps.0: " in rec.agent.error
+    assert "only an agent step has it" in rec.agent.error
+    [document] = checked_trajectories(done.run_dir)
+    assert document["agent"]["name"] == "command"
+    assert [s["source"] for s in document["steps"]] == ["user", "agent"]

@@ -23,12 +23,16 @@ from evalrun.agents.presets.opencode import Opencode
 from evalrun.config.pricing import litellm_price
 from evalrun.config.providers import Provider
 from evalrun.errors import UsageError
+from evalrun.models.atif import Agent as AtifAgent
+from evalrun.models.records import AgentResult, SampleRecord
 from evalrun.report.html import step_view
 from evalrun.run.trial import Limits, Trial
+from evalrun.rundir.trajectory import Session, trajectory_of
 from evalrun.sandbox.local import LocalBackend
 from evalrun.tasks.loader import load_task
 from tests.agents.conftest import FIXTURES, run_eval
 from tests.api_standins import ApiStandin, Turn, say, tool
+from tests.atif_check import checked_trajectories, schema_problems
 from tests.conftest import REPO
 from tests.sandbox.conftest import backend_params, build_backend
 
@@ -135,6 +139,31 @@ def test_agent_fixes_a_task_through_the_gateway_with_no_key_inside(
         if r.method == "POST"
     )
     assert SECRET not in run_dir_text(done.run_dir)
+    # trajectory.json (ATIF): the CLI's tool calls, and the gateway's meter as the totals.
+    [document] = checked_trajectories(done.run_dir)
+    assert document["agent"]["name"] == agent and document["agent"]["model_name"] == model
+    called = [s["tool_calls"][0]["arguments"] for s in document["steps"] if "tool_calls" in s]
+    assert called == [step.args for step in trajectory]
+    final = document["final_metrics"]
+    assert (final["total_prompt_tokens"], final["total_completion_tokens"]) == (
+        totals["input_tokens"],
+        totals["output_tokens"],
+    )
+    assert final["total_cost_usd"] == pytest.approx(usage.cost_usd)
+    assert final["extra"]["cost_source"] == "metered by evalrun's gateway"
+    # Each tool step carries its model call as the gateway metered it (tokens and cost), where
+    # the agent's log keeps the call's API id (codex's does not: no per-step figures).
+    tool_steps = [s for s in document["steps"] if "tool_calls" in s]
+    if agent == "codex":
+        assert all("metrics" not in s for s in tool_steps)
+    else:
+        assert [s["tool_calls"][0]["tool_call_id"] for s in tool_steps] == [
+            step.call_id for step in trajectory
+        ]
+        one_turn = {"prompt_tokens": 100, "completion_tokens": 20, "cached_tokens": 0}
+        for step in tool_steps:
+            assert {k: step["metrics"][k] for k in one_turn} == one_turn
+            assert step["metrics"]["cost_usd"] == pytest.approx(price.cost(100, 20))
 
 
 def test_a_run_at_its_usd_cap_starts_no_new_sample_and_says_so(real_suite, tmp_path, monkeypatch):
@@ -299,3 +328,23 @@ def test_a_preset_refuses_a_provider_that_speaks_another_api(monkeypatch):
     )
     with pytest.raises(UsageError, match="agent=claude_code speaks anthropic"):
         agent.preflight()
+
+
+@pytest.mark.parametrize(("preset", "log", "expected"), STEP_TOKENS, ids=lambda v: str(v))
+def test_each_presets_real_log_makes_a_valid_atif_trajectory(preset, log, expected):
+    converted = preset("0", _provider("x")).convert((LOGS / log).read_text())
+    result = AgentResult(output=converted.output, trajectory=converted.trajectory)
+    record = SampleRecord(
+        run_id="r", task_id="t", fingerprint="f", trial=0, outcome="pass", agent=result,
+        started_at=0.0, finished_at=1.0,
+    )  # fmt: skip
+    agent = AtifAgent(name=preset.name, version="0", model_name="m")
+    document = trajectory_of(record, Session(agent, {"t": "the prompt"})).to_json()
+    assert schema_problems(document) == []
+    steps = document["steps"]
+    assert [s["tool_calls"][0]["function_name"] for s in steps[1:-1]] == [
+        s.name for s in converted.trajectory
+    ]
+    tokens = [s.get("metrics", {}) for s in steps[1:-1]]
+    assert [(t.get("prompt_tokens"), t.get("completion_tokens")) for t in tokens] == expected
+    assert steps[-1]["message"] == converted.output

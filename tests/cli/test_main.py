@@ -74,6 +74,32 @@ def test_oracle_passes_everything(suite, tmp_path):
     assert (run_dir / "samples" / "001-answer" / "0" / "verify.log").read_text().strip() == "PASS"
 
 
+def test_kept_workspaces_are_named_at_the_end_on_the_record_and_in_show(suite, tmp_path):
+    """keep_workspaces=true kept the workspace but never said where: the end of the run, the
+    sample's record and `evalrun show` now name it."""
+    import shutil
+
+    run_dir = tmp_path / "run"
+    proc = evalrun(
+        f"tasks_dir={suite}", f"run_dir={run_dir}", "ids=[002-file-exists]", "keep_workspaces=true"
+    )
+    assert proc.returncode == 0, proc.stderr
+    kept = Path(json.loads((run_dir / "samples.jsonl").read_text())["workspace_kept"])
+    try:
+        assert (kept / "done.txt").read_text() == "yes"  # the oracle's work, left for inspection
+        assert f"workspaces kept (keep_workspaces=true): 1\n  002-file-exists #0  {kept}\n" in (
+            proc.stdout
+        )
+        shown = evalrun("show", str(run_dir), "002-file-exists")
+        assert f"kept: {kept}" in shown.stdout, shown.stderr
+    finally:
+        shutil.rmtree(kept.parent)
+
+    again = evalrun(f"tasks_dir={suite}", f"run_dir={tmp_path / 'gone'}", "ids=[002-file-exists]")
+    assert "workspaces kept" not in again.stdout
+    assert json.loads((tmp_path / "gone" / "samples.jsonl").read_text())["workspace_kept"] is None
+
+
 def test_solve_script_output_becomes_the_answer(suite, tmp_path):
     run_dir = tmp_path / "run"
     assert (

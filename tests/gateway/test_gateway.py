@@ -67,7 +67,13 @@ def test_each_api_is_forwarded_unchanged_with_the_real_key_and_metered(api, stre
         path = path.replace(":generateContent", ":streamGenerateContent") + (
             "?alt=sse" if api == "gemini" else ""
         )
-    script = [say("one", input_tokens=1000, output_tokens=50, cached_tokens=400), say("two")]
+    first = Turn(
+        calls=[("bash", {"command": "ls"}), ("read", {"path": "a"})],
+        input_tokens=1000,
+        output_tokens=50,
+        cached_tokens=400,
+    )
+    script = [first, say("two")]
     with ApiStandin(script, model="m") as server, gateway(server.url, auth=auth) as gw:
         session = gw.open("t#0")
         for _ in range(2):
@@ -87,6 +93,19 @@ def test_each_api_is_forwarded_unchanged_with_the_real_key_and_metered(api, stre
         PRICE.cost(1000, 50, 400) + PRICE.cost(100, 20), rel=1e-9
     )
     assert usage.cost_source == "metered by evalrun's gateway"
+    # Each request on its own, with the ids of the tool calls its response asked for (what a
+    # trajectory step is matched by); Gemini gives its calls no id.
+    calls = session.account.calls
+    asked = {"anthropic": ["toolu_1_0", "toolu_1_1"], "gemini": []}.get(
+        api, ["call_1_0", "call_1_1"]
+    )
+    assert [c.tool_call_ids for c in calls] == [asked, []]
+    assert (calls[0].input_tokens, calls[0].output_tokens, calls[0].cache_read_tokens) == (
+        1000,
+        50,
+        400,
+    )
+    assert calls[0].cost_usd == pytest.approx(PRICE.cost(1000, 50, 400), rel=1e-9)
     header = {
         "bearer": "authorization",
         "x-api-key": "x-api-key",

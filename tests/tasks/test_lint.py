@@ -276,7 +276,8 @@ def test_harbor_python_tests_run_on_the_images_python_so_are_not_compiled_here(t
 def test_nothing_bundled_or_in_the_fixtures_is_refused():
     assert scan_suite(REPO / "tasks").unloadable == []
     assert len(load_probes(REPO / "probes")) == 13
-    for suite in sorted(p for p in FIXTURES.iterdir() if p.is_dir()):
+    not_suites = {"atif"}  # the ATIF tests' JSON Schema, not tasks
+    for suite in sorted(p for p in FIXTURES.iterdir() if p.is_dir() and p.name not in not_suites):
         broken = {u.task_id: u.reason for u in scan_suite(suite).unloadable}
         expected = {"broken"} if suite.name == "harbor-suite" else set()
         assert set(broken) == expected, broken

@@ -177,3 +177,69 @@ def test_helpers_import_by_path_and_hidden_data_is_read_first(workspace):
         kit.passed()
     """)
     assert done.stdout.strip() == "PASS", done.stdout + done.stderr
+
+
+def test_a_failed_assert_equal_is_told_where_the_two_first_differ(workspace):
+    """Long outputs that differ only at their end were cut before the difference; the reason now
+    names the first line, item or key that differs, expected beside got."""
+    labels = [str(i) for i in range(1, 40)]
+    done = workspace(f"""
+        import unittest
+
+        LABELS = {labels!r}
+
+        class Checks(unittest.TestCase):
+            def test_a_output(self):
+                "the tool must print every label"
+                self.assertEqual("\\n".join(LABELS[:-1]) + "\\n", "\\n".join(LABELS) + "\\n")
+
+            def test_b_items(self):
+                self.assertEqual(LABELS[:20] + ["x"] + LABELS[21:], LABELS, "the labels")
+
+            def test_c_long_line(self):
+                self.assertEqual("a" * 100 + "b" + "c" * 50, "a" * 100 + "X" + "c" * 50)
+
+            def test_d_keys(self):
+                self.assertEqual({{"a": 1, "b": 2}}, {{"a": 1, "b": 3}})
+
+        kit.main()
+    """)
+    assert done.returncode == 1
+    assert done.stdout.strip() == (
+        "FAIL: the tool must print every label: line 39: expected '39\\n', got nothing"
+        " (the text ends after line 38) (4 of 4 checks failed)"
+    )
+    shown = workspace("""
+        cases = [
+            ([str(i) for i in range(25)], [str(i) for i in range(20)] + ["x"] + [str(i) for i in range(21, 25)]),
+            ("a" * 100 + "b" + "c" * 50, "a" * 100 + "X" + "c" * 50),
+            ({"a": 1, "b": 2}, {"a": 1, "b": 3}),
+            ([1], [1, 2]),
+            (3, 4),
+        ]
+        for got, expected in cases:
+            print(kit.first_difference(got, expected))
+    """)
+    assert shown.stdout.splitlines() == [
+        "item 20: expected 'x', got '20'",
+        f"line 1: from character 101, expected {'a' * 20 + 'X' + 'c' * 39!r}, got {'a' * 20 + 'b' + 'c' * 39!r}",
+        "key 'b': expected 3, got 2",
+        "item 1: expected 2, got nothing (the list ends after item 0)",
+        "None",
+    ], shown.stderr
+
+
+def test_the_bundled_fizzbuzz_reason_shows_the_missing_last_label(tmp_path):
+    task = REPO / "tasks" / "001-fizzbuzz-off-by-one"
+    shutil.copytree(task / "setup", tmp_path, dirs_exist_ok=True)
+    shutil.copytree(task / "verify", tmp_path, dirs_exist_ok=True)
+    (tmp_path / "_evalrun").mkdir()
+    shutil.copy(KIT, tmp_path / "_evalrun" / "verifykit.py")
+    done = subprocess.run(
+        ["bash", "verify.sh"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 1
+    assert done.stdout.startswith(
+        "FAIL: `python3 fizzbuzz.py 15` must print exactly the 15 labels for 1..15:"
+        " line 15: expected 'FizzBuzz\\n', got nothing (the text ends after line 14)"
+    )

@@ -11,6 +11,7 @@ Limits and failures:
   client with backoff (`max_retries`); when it still fails, the error is recorded on the result
   (`AgentResult.error`) together with everything done so far, and the sample is graded.
 - A missing key, SDK or setting is a `UsageError` from `preflight()`, before the run starts.
+- A task with MCP servers is skipped (`NO_MCP` says why).
 
 pydantic-ai is imported inside `run`, never when this module is imported.
 """
@@ -18,18 +19,19 @@ pydantic-ai is imported inside `run`, never when this module is imported.
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
 
-from evalrun.agents.base import nothing_to_prepare, progress
+from evalrun.agents.base import RunScope, progress
 from evalrun.agents.coder.model import build_model, cost_of, default_settings
 from evalrun.agents.coder.tools import SandboxTools
 from evalrun.config.providers import Provider
 from evalrun.config.schema import CoderAgentConf
 from evalrun.errors import UsageError, bad_value
 from evalrun.extras import install_hint
-from evalrun.models.records import AgentResult, Usage
-from evalrun.sandbox.base import Sandbox
+from evalrun.models.records import AgentResult, ModelCall, Usage
+from evalrun.sandbox.base import Sandbox, SandboxBackend
 from evalrun.tasks.loader import Task
 
 if TYPE_CHECKING:
@@ -58,11 +60,20 @@ def _describe(exc: Exception, max_steps: int) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+NO_MCP = (
+    "agent=coder has no MCP client: its model runs on the host, and a task's stdio server runs "
+    "in the sandbox, which it reaches only by whole commands (no stream to talk MCP over)"
+)
+
+
 class CoderAgent:
     """See the module docstring. Constructed at plan time: cheap, reads no secret."""
 
     name = "coder"
-    prepared = nothing_to_prepare
+
+    @contextmanager
+    def prepared(self, backend: SandboxBackend) -> Iterator[RunScope]:
+        yield RunScope(mcp_refusal=NO_MCP)
 
     def __init__(
         self,
@@ -134,6 +145,10 @@ class CoderAgent:
                         if Agent.is_call_tools_node(node):  # its tools run next: their tokens
                             used = node.model_response.usage
                             tools.turn_tokens = (used.input_tokens, used.output_tokens)
+                            tools.turn_calls = [
+                                (part.tool_name, part.tool_call_id, part.args_as_dict())
+                                for part in node.model_response.tool_calls
+                            ]
                         if live is not None:
                             live.usage = self._usage(run.usage, run.all_messages())
                     if run.result is not None:
@@ -141,9 +156,39 @@ class CoderAgent:
                 except AgentRunError as exc:
                     error = _describe(exc, max_steps)
                 usage = self._usage(run.usage, run.all_messages())
+                calls = self._model_calls(run.all_messages())
         finally:
             await client.close()
-        return AgentResult(output=output, trajectory=tools.trajectory, usage=usage, error=error)
+        return AgentResult(
+            output=output,
+            trajectory=tools.trajectory,
+            usage=usage,
+            model_calls=calls,
+            error=error,
+        )
+
+    def _model_calls(self, messages: list[Any]) -> list[ModelCall]:
+        """Each model response as pydantic-ai counted it, priced like the run's usage."""
+        from pydantic_ai.messages import ModelResponse
+
+        calls = []
+        for response in messages:
+            if not isinstance(response, ModelResponse):
+                continue
+            used = response.usage
+            calls.append(
+                ModelCall(
+                    model=response.model_name,
+                    input_tokens=used.input_tokens,
+                    output_tokens=used.output_tokens,
+                    cache_read_tokens=used.cache_read_tokens,
+                    cache_write_tokens=used.cache_write_tokens,
+                    cost_usd=cost_of([response], self.provider)[0],
+                    tool_call_ids=[part.tool_call_id for part in response.tool_calls],
+                    counted_by="pydantic-ai",
+                )
+            )
+        return calls
 
     def _usage(self, run_usage: Any, messages: list[Any]) -> Usage:
         """Tokens pydantic-ai counted so far, priced from the model responses received."""

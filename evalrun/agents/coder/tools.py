@@ -76,6 +76,8 @@ class SandboxTools:
         self.bash_timeout_s = bash_timeout_s
         self.trajectory: list[ToolCall] = []
         self.turn_tokens: tuple[int, int] | None = None  # the asking response's; used once
+        self.turn_calls: list[tuple[str, str, dict[str, Any]]] = []  # its calls not run yet:
+        # (tool name, API id, the arguments the model gave)
 
     def functions(self) -> list[Callable[..., Awaitable[str]]]:
         return [self.read, self.write, self.edit, self.bash, self.grep, self.ls]
@@ -103,9 +105,25 @@ class SandboxTools:
                 error=error,
                 input_tokens=tokens[0],
                 output_tokens=tokens[1],
+                call_id=self._call_id(name, args),
             )
         )
         return clip(text, self.output_chars)
+
+    def _call_id(self, name: str, args: dict[str, Any]) -> str | None:
+        """The API id of the call now running (tool `name` with `args`): the asking response's
+        one call not run yet with that name and those arguments. None when no such call, or
+        more than one, is waiting (a call whose arguments failed validation never runs, so
+        order alone cannot tell)."""
+        waiting = [
+            entry
+            for entry in self.turn_calls
+            if entry[0] == name and all(args.get(k, v) == v for k, v in entry[2].items())
+        ]
+        if len(waiting) != 1:
+            return None
+        self.turn_calls.remove(waiting[0])
+        return waiting[0][1]
 
     async def _read_text(self, path: str) -> str:
         return _decode(await self.sandbox.read_file(path))

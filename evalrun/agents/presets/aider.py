@@ -28,6 +28,7 @@ class Aider(InstalledAgent):
     name = "aider"
     apis = ("openai", "openai-compatible", "openrouter", "gemini")
     log_name = "chat.history.md"
+    mcp_refusal = "aider has no MCP client"
     env_defaults = {
         "OPENAI_API_KEY": GATEWAY_KEY,
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",

@@ -12,10 +12,14 @@ Each assistant event repeats its API message's `usage`, which Claude Code takes 
 input + cache read + cache creation tokens), but `output_tokens` is the stream's opening
 placeholder (1 in every recorded log), so a step's output tokens stay unknown; the run's total
 comes exact from the gateway.
+
+A task's MCP servers go to `--mcp-config` (a JSON file of `mcpServers` in the agent's scratch
+folder): Claude Code starts a stdio server itself and names its tools `mcp__<server>__<tool>`.
 """
 
 from __future__ import annotations
 
+import json
 import shlex
 from datetime import datetime
 
@@ -23,6 +27,7 @@ from evalrun.agents.install import Package
 from evalrun.agents.installed import GATEWAY_KEY, Converted, InstalledAgent, Launch
 from evalrun.agents.presets.logs import count, json_lines, mapping, result_text, sequence
 from evalrun.models.records import ToolCall
+from evalrun.tasks.base import McpServer, McpTransport
 
 
 def _seconds(stamp: object) -> float | None:
@@ -32,6 +37,19 @@ def _seconds(stamp: object) -> float | None:
         return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
     except ValueError:
         return None
+
+
+def _mcp_config(launch: Launch) -> str:
+    return f"{launch.scratch}/mcp.json"
+
+
+def _mcp_entry(server: McpServer) -> dict[str, object]:
+    """One `mcpServers` entry as Claude Code's `--mcp-config` reads it (`http` is its name for
+    streamable HTTP)."""
+    if server.transport is McpTransport.stdio:
+        return {"type": "stdio", "command": server.command, "args": list(server.args)}
+    kind = "http" if server.transport is McpTransport.streamable_http else "sse"
+    return {"type": kind, "url": server.url}
 
 
 class ClaudeCode(InstalledAgent):
@@ -51,12 +69,19 @@ class ClaudeCode(InstalledAgent):
     def cli(self, root: str) -> str:
         return f"{root}/package/claude"
 
+    def files(self, launch: Launch) -> dict[str, str]:
+        if not launch.mcp_servers:
+            return {}
+        servers = {s.name: _mcp_entry(s) for s in launch.mcp_servers}
+        return {_mcp_config(launch): json.dumps({"mcpServers": servers}, indent=2)}
+
     def command(self, launch: Launch) -> str:
         q = shlex.quote
+        mcp = f"--mcp-config {q(_mcp_config(launch))} " if launch.mcp_servers else ""
         return (
             f"ANTHROPIC_BASE_URL={launch.url} {q(launch.cli)} -p --output-format stream-json "
-            f"--verbose --dangerously-skip-permissions --model {q(launch.model)} {self.args} "
-            f"< {q(launch.prompt_file)} > {q(launch.log_file)}"
+            f"--verbose --dangerously-skip-permissions --model {q(launch.model)} {mcp}"
+            f"{self.args} < {q(launch.prompt_file)} > {q(launch.log_file)}"
         )
 
     def convert(self, log: str) -> Converted:
@@ -71,7 +96,11 @@ class ClaudeCode(InstalledAgent):
                 for block in blocks:
                     if isinstance(block, dict) and block.get("type") == "tool_use":
                         args = mapping(block.get("input"))
-                        step = ToolCall(name=str(block.get("name") or "tool"), args=args)
+                        step = ToolCall(
+                            name=str(block.get("name") or "tool"),
+                            args=args,
+                            call_id=str(block["id"]) if block.get("id") else None,
+                        )
                         if str(message.get("id")) not in credited:
                             credited.add(str(message.get("id")))
                             usage = mapping(message.get("usage"))

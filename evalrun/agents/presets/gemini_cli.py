@@ -7,7 +7,8 @@ gateway and `~/.gemini/settings.json` selects API-key auth (the key it holds is 
 the gateway adds the real one). Telemetry and usage statistics are off. Its agent log is
 `--output-format stream-json`: `tool_use` / `tool_result` events and assistant `message`
 deltas, joined into the answer. Its only token counts are the final `result`'s run totals, so
-its steps carry no tokens of their own (the gateway meters the run's total).
+its steps carry no tokens of their own (the gateway meters the run's total). A task's MCP
+servers go into the same settings.json's `mcpServers` (Gemini CLI starts a stdio server itself).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from evalrun.agents.install import Package
 from evalrun.agents.installed import GATEWAY_KEY, Converted, InstalledAgent, Launch
 from evalrun.agents.presets.logs import json_lines, result_text
 from evalrun.models.records import ToolCall
+from evalrun.tasks.base import McpServer, McpTransport
 
 NODE_VERSION = "22.23.5"
 SETTINGS = {
@@ -28,6 +30,15 @@ SETTINGS = {
     "privacy": {"usageStatisticsEnabled": False},
     "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
 }
+
+
+def _mcp_entry(server: McpServer) -> dict[str, object]:
+    """One `mcpServers` entry of Gemini CLI's settings.json: a stdio `command`, a streamable
+    HTTP `httpUrl`, or an SSE `url`."""
+    if server.transport is McpTransport.stdio:
+        return {"command": server.command, "args": list(server.args)}
+    key = "httpUrl" if server.transport is McpTransport.streamable_http else "url"
+    return {key: server.url}
 
 
 class GeminiCli(InstalledAgent):
@@ -52,7 +63,10 @@ class GeminiCli(InstalledAgent):
         return f"{shlex.quote(self._node(launch))} {shlex.quote(launch.cli)} --version"
 
     def files(self, launch: Launch) -> dict[str, str]:
-        return {f"{launch.scratch}/settings.json": json.dumps(SETTINGS, indent=2)}
+        settings: dict[str, object] = dict(SETTINGS)
+        if launch.mcp_servers:
+            settings["mcpServers"] = {s.name: _mcp_entry(s) for s in launch.mcp_servers}
+        return {f"{launch.scratch}/settings.json": json.dumps(settings, indent=2)}
 
     def command(self, launch: Launch) -> str:
         q = shlex.quote

@@ -89,9 +89,11 @@ def from_chat_messages(messages: list[Any]) -> Converted:
             usage = mapping(mapping(mapping(message.get("extra")).get("response")).get("usage"))
             for n, call in enumerate(sequence(message.get("tool_calls"))):
                 function = mapping(mapping(call).get("function"))
+                call_id = mapping(call).get("id")
                 step = ToolCall(
                     name=str(function.get("name") or "tool"),
                     args=arguments(function.get("arguments")),
+                    call_id=str(call_id) if call_id else None,
                 )
                 if n == 0:
                     step.input_tokens = count(usage.get("prompt_tokens"))

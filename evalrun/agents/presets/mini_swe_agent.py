@@ -22,6 +22,7 @@ class MiniSweAgent(InstalledAgent):
     name = "mini_swe_agent"
     apis = ("openai", "openai-compatible", "openrouter", "gemini")
     log_name = "trajectory.json"
+    mcp_refusal = "mini-swe-agent has no MCP client (its one tool is bash)"
     env_defaults = {
         "OPENAI_API_KEY": GATEWAY_KEY,
         "MSWEA_CONFIGURED": "true",

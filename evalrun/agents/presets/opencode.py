@@ -9,6 +9,8 @@ fetching, auto-update and sharing are off. Its agent log is the `--format json` 
 each model call ends in a `step_finish` part whose `tokens` go on that call's first tool step
 (opencode keeps cached prompt tokens and reasoning apart, so they are added back: prompt =
 input + cache read + cache write, output = output + reasoning, as the API counted them).
+A task's MCP servers go into the same config file's `mcp` table (opencode starts a stdio server
+itself).
 """
 
 from __future__ import annotations
@@ -20,6 +22,15 @@ from evalrun.agents.install import Package
 from evalrun.agents.installed import GATEWAY_KEY, Converted, InstalledAgent, Launch
 from evalrun.agents.presets.logs import count, json_lines, mapping, result_text
 from evalrun.models.records import ToolCall
+from evalrun.tasks.base import McpServer, McpTransport
+
+
+def _mcp_entry(server: McpServer) -> dict[str, object]:
+    """One `mcp` entry of opencode.json: a `local` command line, or a `remote` url (OAuth off:
+    a task's server has none to offer)."""
+    if server.transport is McpTransport.stdio:
+        return {"type": "local", "command": [server.command, *server.args], "enabled": True}
+    return {"type": "remote", "url": server.url, "enabled": True, "oauth": False}
 
 
 class Opencode(InstalledAgent):
@@ -38,7 +49,7 @@ class Opencode(InstalledAgent):
         return f"{root}/package/bin/opencode"
 
     def files(self, launch: Launch) -> dict[str, str]:
-        config = {
+        config: dict[str, object] = {
             "provider": {
                 "evalrun": {
                     "npm": "@ai-sdk/openai-compatible",
@@ -52,6 +63,8 @@ class Opencode(InstalledAgent):
             "share": "disabled",
             "permission": {"edit": "allow", "bash": "allow", "webfetch": "deny"},
         }
+        if launch.mcp_servers:
+            config["mcp"] = {s.name: _mcp_entry(s) for s in launch.mcp_servers}
         return {f"{launch.scratch}/opencode.json": json.dumps(config, indent=2)}
 
     def command(self, launch: Launch) -> str:
@@ -90,6 +103,7 @@ class Opencode(InstalledAgent):
                     result=result_text(state.get("output") or state.get("error")),
                     duration_s=duration,
                     error=result_text(state.get("error")) if failed else None,
+                    call_id=str(part["callID"]) if part.get("callID") else None,
                 )
                 converted.trajectory.append(step)
                 first.setdefault(str(part.get("messageID")), step)

@@ -33,6 +33,7 @@ def render_info(cfg: Any, where: ConfigLocation, console: Console) -> None:
     option chosen and the options each search path entry offers."""
     from evalrun.cli.install import version_text
     from evalrun.run.plan import resolve_tasks_dir
+    from evalrun.tasks.remote.reference import parse
 
     out = make_console(width=max(console.width, 120)) if not console.is_terminal else console
     out.print(version_text().splitlines()[0], highlight=False, markup=False)
@@ -42,7 +43,9 @@ def render_info(cfg: Any, where: ConfigLocation, console: Console) -> None:
     else:
         out.print(f"project      {where.project}", highlight=False, markup=False)
     out.print(f"config       {where.config_dir / where.config_name}.yaml", highlight=False)
-    out.print(f"tasks_dir    {resolve_tasks_dir(cfg.tasks_dir)}", highlight=False)
+    reference = bool(cfg.tasks_dir) and parse(cfg.tasks_dir) is not None
+    shown = f"{cfg.tasks_dir} (a reference; checked out when a run starts)" if reference else None
+    out.print(f"tasks_dir    {shown or resolve_tasks_dir(cfg.tasks_dir).folder}", highlight=False)
     out.print(f"runs land in {Path(cfg.hydra.run.dir).parent.resolve()}", highlight=False)
     paths = Table(title="config search path (the first entry holding an option wins)")
     for column in ("from", "provider", "search path", "folder"):

@@ -69,7 +69,13 @@ def sync_command(args: list[str], console: Console) -> int:
     chosen = any(a.startswith(("suite=", "tasks_dir=", "tracker.dataset=")) for a in args)
     dest = destination(cfg.tracker)
     for suite in [cfg.suite] if chosen else list(SuiteKind):
-        loaded = load_for_suite(suite, cfg.tasks_dir, cfg.reward_threshold, cfg.strict_formats)
+        loaded = load_for_suite(
+            suite,
+            cfg.tasks_dir,
+            cfg.reward_threshold,
+            cfg.strict_formats,
+            tasks_ref=cfg.tasks_ref,
+        )
         say_loading(loaded.warnings, refuse_unloadable(loaded, []))
         suite_dir = loaded.tasks_dir
         result = sync(suite_dir, loaded.tasks, dest)

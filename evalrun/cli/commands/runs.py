@@ -70,7 +70,7 @@ def show_command(args: list[str], console: Console) -> int:
     run = load_run(options.run_dir.expanduser())
     if options.task_id is not None:
         return show_task(run, options.task_id, console)
-    render(run.summary, run.run_dir, console, run.records)
+    render(run.summary, run.run_dir, console, run.records, run.plan.tasks_source)
     if run.plan.regrade_of is not None:
         console.print(f"regraded from {run.plan.regrade_of.run_dir}", highlight=False)
     for task in run.skipped:
@@ -122,6 +122,8 @@ def show_task(run: RunFiles, task_id: str, console: Console) -> int:
                 + (f" ({changed}{f' and {more} more' if more > 0 else ''})" if changed else ""),
                 soft_wrap=True,
             )
+        if rec.workspace_kept:
+            console.print(styled(f"{'':22}kept: {{}}", rec.workspace_kept), soft_wrap=True)
     fields = run.task_fields(task_id)
     if fields:
         console.print("  kept from the task file, not used by evalrun:")

@@ -66,7 +66,7 @@ def init_command(args: list[str], console: Console) -> int:
 def new_task_command(args: list[str], console: Console) -> int:
     """`evalrun new-task NAME [overrides]`: the folder goes into the suite's tasks_dir (the
     project's tasks/, or `tasks_dir=`), else ./tasks."""
-    from evalrun.run.plan import resolve_tasks_dir
+    from evalrun.run.plan import local_tasks_dir
 
     parser = CommandParser(
         "new-task",
@@ -78,13 +78,13 @@ def new_task_command(args: list[str], console: Console) -> int:
     options = parser.parse(args)
     name, overrides = options.name, options.overrides
     configured = compose_config(overrides).tasks_dir
-    tasks_dir = resolve_tasks_dir(configured) if configured else Path("tasks").resolve()
+    tasks_dir = local_tasks_dir(configured, "new-task") if configured else Path("tasks").resolve()
     tasks_dir.mkdir(parents=True, exist_ok=True)
     folder = new_task(name, tasks_dir)
     console.print(f"created {_shown(folder)}/", highlight=False)
     for part, what in TASK_PARTS:
         console.print(f"  {part:<18} {what}", highlight=False, markup=False)
-    default_dir = resolve_tasks_dir(compose_config([]).tasks_dir)
+    default_dir = local_tasks_dir(compose_config([]).tasks_dir, "new-task")
     flag = "" if default_dir == tasks_dir else f" tasks_dir={shlex.quote(_shown(tasks_dir))}"
     console.print(
         "next: fill those in, then\n"

@@ -2,7 +2,8 @@
 
 Both run set-up scripts bundled with evalrun (`evalrun.cli.install.run_script`): `image build`
 builds the base image offline (build-base-image.sh: debootstrap from the apt mirror this machine
-uses, then `docker import`); `setup docker` also starts an engine first (docker-engine.sh).
+uses, then `docker import`); `setup docker` also starts an engine first (docker-engine.sh) and
+makes `docker compose` work for Harbor's compose tasks (docker-compose-plugin.sh).
 """
 
 from __future__ import annotations
@@ -40,18 +41,23 @@ def image_command(args: list[str], console: Console) -> int:
 
 def setup_command(args: list[str], console: Console) -> int:
     """`evalrun setup docker [--force] [IMAGE]`: install and start a local Docker engine if none
-    answers (docker.io from apt; needs root or sudo), then build the offline base image."""
+    answers (docker.io from apt; needs root or sudo), install the compose plugin if `docker
+    compose` does not answer, then build the offline base image."""
     parser = _script_parser(
         "setup",
         "docker",
-        "Start a Docker engine (installing docker.io if missing), then build the base image. "
+        "Start a Docker engine (installing docker.io if missing) with the compose plugin, then "
+        "build the base image. "
         "sandbox=bwrap needs only: apt-get install -y bubblewrap",
     )
     from evalrun.cli.install import run_script
 
     options = parser.parse(args)
-    console.print("evalrun setup docker: engine, then the base image", highlight=False)
-    status = run_script("docker-engine.sh", [])
-    if status != 0:
-        return status
+    console.print(
+        "evalrun setup docker: engine, compose plugin, then the base image", highlight=False
+    )
+    for script in ("docker-engine.sh", "docker-compose-plugin.sh"):
+        status = run_script(script, [])
+        if status != 0:
+            return status
     return run_script("build-base-image.sh", _image_args(options))

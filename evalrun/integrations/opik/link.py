@@ -21,6 +21,7 @@ from typing import Any
 from evalrun.config.schema import OpikTrackerConf
 from evalrun.errors import UsageError
 from evalrun.integrations.opik.traces import stable_uuid7
+from evalrun.models.plan import TasksSource
 from evalrun.rundir.provenance import reproduction_info
 from evalrun.tasks.loader import Task
 
@@ -134,13 +135,15 @@ def new_link(
     cells: int,
     dest: OpikDestination,
     recorded_at: str,
+    source: TasksSource | None = None,
 ) -> OpikLink:
     """A fresh link for a run: a new experiment id, and as `experiment_config` the redacted
-    resolved config plus `reproduction` (git shas, versions, fingerprints, cell count).
+    resolved config plus `reproduction` (git shas, versions, fingerprints, cell count, and for
+    a suite given by reference its `tasks_source`: URL, commit, sub-folder, registry dataset).
     `recorded_at` says when that was collected: `run`, or `push` for a run pushed later."""
     tasks = list(tasks)
     reproduction = {
-        **reproduction_info(tasks_dir),
+        **reproduction_info(tasks_dir, source),
         "tasks_dir": str(tasks_dir),
         "task_fingerprints": {t.task_id: t.fingerprint for t in tasks},
         "cells": cells,

@@ -77,6 +77,7 @@ def push(run_dir: Path, dest: OpikDestination) -> PushResult:
             cells=run.plan.cells or len(run.plan.cell_keys()),
             dest=dest,
             recorded_at="push",
+            source=run.plan.tasks_source,
         )
         link.save(run.run_dir)
     tasks = {tid: _with_prompt(item, link.prompts.get(tid)) for tid, item in items.items()}

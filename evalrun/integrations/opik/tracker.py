@@ -85,6 +85,7 @@ class OpikTracker:
                     cells=len(plan.cells),
                     dest=self.destination,
                     recorded_at="run",
+                    source=plan.tasks_source,
                 )
                 link.save(plan.run_dir)
             client = connect(replace(self.destination, project=link.project))

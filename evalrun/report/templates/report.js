@@ -76,6 +76,56 @@
   if (onlyBox) onlyBox.addEventListener("change", function () { applyFilters(true); });
   if (textBox) textBox.addEventListener("input", function () { applyFilters(false); });
 
+  // evalrun view: the trend's metric, a filter over the runs, two runs picked to open their diff.
+  var metric = document.getElementById("trend-metric");
+  if (metric) metric.addEventListener("change", function () {
+    all(".trend").forEach(function (t) {
+      t.classList.toggle("hide", t.getAttribute("data-metric") !== metric.value); });
+  });
+  var runsBox = document.getElementById("filter-runs");
+  if (runsBox) runsBox.addEventListener("input", function () {
+    var q = runsBox.value.trim().toLowerCase();
+    all("#runs tbody tr").forEach(function (r) { r.classList.toggle("hide", !has(r, q)); });
+  });
+  var compare = document.getElementById("compare"), picked = [];
+  function pickedPair() {  // [older, newer] keys of the two picked runs
+    var rows = picked.slice().sort(function (x, y) {
+      return parseFloat(x.getAttribute("data-started") || "0") -
+        parseFloat(y.getAttribute("data-started") || "0"); });
+    return rows.map(function (r) { return r.getAttribute("data-key"); });
+  }
+  function diffHref(pair) {
+    var pairs = compare.getAttribute("data-pairs");
+    if (pairs) return JSON.parse(pairs)[pair[0] + "\n" + pair[1]] || null;
+    return compare.getAttribute("data-diff") + "?a=" + encodeURIComponent(pair[0]) +
+      "&b=" + encodeURIComponent(pair[1]);
+  }
+  function showPicked() {
+    var button = document.getElementById("open-diff");
+    var note = document.getElementById("compare-note");
+    all("#runs tbody tr").forEach(function (r) {
+      r.classList.toggle("picked", picked.indexOf(r) >= 0); });
+    var pair = pickedPair(), href = pair.length === 2 ? diffHref(pair) : null;
+    button.disabled = !href;
+    if (pair.length < 2) note.textContent = "select " + (2 - pair.length) + " more";
+    else if (href) note.textContent = "a " + pair[0] + " \u2192 b " + pair[1];
+    else note.textContent = "this copy holds each run's diff with the previous run of its " +
+      "suite; for these two: evalrun diff " + pair[0] + " " + pair[1] + " --html diff.html";
+  }
+  all("#runs input.pick").forEach(function (box) {
+    box.addEventListener("change", function () {
+      var row = box.closest("tr");
+      picked = picked.filter(function (r) { return r !== row; });
+      if (box.checked) picked.push(row);
+      while (picked.length > 2) picked.shift().querySelector("input.pick").checked = false;
+      showPicked();
+    });
+  });
+  if (compare) document.getElementById("open-diff").addEventListener("click", function () {
+    var pair = pickedPair(), href = pair.length === 2 ? diffHref(pair) : null;
+    if (href) location.href = href;
+  });
+
   function visible(el) {  // laid out, and no closed <details> or hidden element around it
     if (!el || el.getBoundingClientRect().height <= 0) return false;
     for (var p = el.parentElement; p; p = p.parentElement) {

@@ -94,6 +94,7 @@ from evalrun.sandbox.base import (
     Network,
     SandboxSpec,
     bad_workdir,
+    needs_docker,
     sandbox_env,
 )
 from evalrun.sandbox.bwrap import cgroup
@@ -179,6 +180,7 @@ class BwrapSandbox:
         self.root = root
         self.limits = backend.limits_for(spec)
         self.workdir = spec.workdir or WORKDIR
+        self.kept_at = str(root / "workspace") if backend.keep_workspaces else None
         self._backend = backend
         self._host_uid = host_uid
         agent, verifier = spec.networks  # the host's network, where given, per phase
@@ -605,6 +607,8 @@ class BwrapBackend:
         return HOST_UID_BASE + next(self._uids) % HOST_UID_SPAN if self._as_root else None
 
     def cannot_host(self, spec: SandboxSpec) -> str | None:
+        if reason := needs_docker(spec, self.name):
+            return reason
         if spec.image is not None:
             return (
                 f"needs {spec.image.describe()}; sandbox=bwrap cannot run task images "
@@ -612,7 +616,7 @@ class BwrapBackend:
             )
         if spec.workdir is not None and bad_workdir(spec.workdir):
             return f"its workspace path cannot be used: {bad_workdir(spec.workdir)}"
-        if Network.public in spec.networks and self.network != "host":
+        if any(n.reaches_out for n in spec.networks) and self.network != "host":
             return (
                 "needs the network; sandbox=bwrap has none (sandbox.network=host shares the "
                 "host's, or use sandbox=docker with a network)"

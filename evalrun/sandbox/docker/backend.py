@@ -42,14 +42,18 @@ names one), its own `cpus`, `memory_mb` and `storage_mb` (replacing the configur
 `memory` and `disk_mb`), variables every command sees, and the user commands run as (a name or
 uid in the image; the verifier may run as another, `exec(..., user=...)`). An agent's install
 (`add_read_only`) is a derived layer under every one of these images alike (`sample_image`).
+A task that brings a compose file (`compose_file`) runs as a compose project of its own
+(`evalrun.sandbox.docker.compose`): its `main` container, hardened as above but for the read-only
+/proc, is the sample's `DockerSandbox`; the sidecars share the project's network (internal when
+the task must have no network).
 
 Every container carries the label `evalrun=1` and its owner (`<host>:<pid>` plus the process's
 start time) and is removed when its sample ends, also on cancellation and Ctrl-C; a second Ctrl-C
-removes the open ones before exiting (`abandon`). Containers left by a process that was killed
-outright (SIGKILL) are removed by the next `preflight()` on the same host;
-`scripts/docker-cleanup.sh` removes them all. Blocking SDK calls run in threads; an exec's output
-stream gets a thread of its own so that many long commands cannot starve the default pool the
-killer needs.
+removes the open ones before exiting (`abandon`). Containers - and a compose project's networks
+and volumes - left by a process that was killed outright (SIGKILL) are removed by the next
+`preflight()` on the same host; `scripts/docker-cleanup.sh` removes them all. Blocking SDK
+calls run in threads; an exec's output stream gets a thread of its own so that many long
+commands cannot starve the default pool the killer needs.
 """
 
 from __future__ import annotations
@@ -60,15 +64,16 @@ import os
 import posixpath
 import re
 import socket
+import tempfile
 import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalrun.config.schema import DockerSandboxConf, EvalConfig
 from evalrun.errors import SandboxError, SandboxUnavailable, bad_value
@@ -84,6 +89,7 @@ from evalrun.sandbox.base import (
     ExecResult,
     Network,
     SandboxSpec,
+    TaskImage,
     bad_workdir,
     sandbox_env,
 )
@@ -93,7 +99,11 @@ from evalrun.sandbox.common.limits import DU_SCRIPT, DiskLimit, check_positive
 from evalrun.sandbox.common.output import BoundedBuffer
 from evalrun.sandbox.common.owner import owner_alive, start_time
 from evalrun.sandbox.common.transfer import TarPipe, first_file, tar_dirs, tar_file, unpack
-from evalrun.sandbox.docker.images import TaskImages
+from evalrun.sandbox.docker.egress import EgressGate, proxy_env
+from evalrun.sandbox.docker.images import TaskImages, local_id
+
+if TYPE_CHECKING:
+    from evalrun.sandbox.docker.compose import ComposeProject
 
 _CONF = DockerSandboxConf()
 DEFAULT_IMAGE = _CONF.image
@@ -105,6 +115,7 @@ LABEL = "evalrun"
 OWNER_LABEL = "evalrun.owner"  # "<hostname>:<pid>" of the evalrun process that made it
 OWNER_START_LABEL = "evalrun.owner_start"  # that process's start time (a reused pid is not it)
 KEEP_LABEL = "evalrun.keep"
+EGRESS = "evalrun:egress"  # `network_of` an allow-list: the sample's own gate network
 CAPABILITIES = ["CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID"]
 KILL_GRACE_S = 3.0  # after the killer ran, how long the output stream may take to close
 ROOT_TIMEOUT_S = 120  # a harness command as root (clear, du) is ended after this long
@@ -138,8 +149,8 @@ _ADOPT = (
 )
 BUILD_HINT = "build it offline with scripts/build-base-image.sh (or `evalrun image build`)"
 ENGINE_HINT = (
-    "start an engine with scripts/docker-engine.sh (runs `dockerd --bridge=none "
-    "--iptables=false` in the background) or point DOCKER_HOST at a running one"
+    "start an engine with scripts/docker-engine.sh (runs `dockerd --bridge=none` in the "
+    "background) or point DOCKER_HOST at a running one"
 )
 _MEMORY = re.compile(r"^\d+[bkmg]?$", re.IGNORECASE)
 _USER = re.compile(r"^\d+(:\d+)?$")
@@ -163,6 +174,11 @@ class DockerSandbox:
         self._api = backend.client.api
         self.container_id: str = container.id
         self.workdir = started.workdir
+        self.kept_at = (
+            f"docker container {container.short_id} ({started.workdir})"
+            if backend.keep_workspaces
+            else None
+        )
         self.user = started.user
         self.owner_ids = started.owner_ids
         self._env = dict(started.env)
@@ -171,6 +187,8 @@ class DockerSandbox:
         self._networks = started.networks
         self._network = started.networks[0]  # the one it is attached to now
         self._image_user = started.image_user
+        self._gate = started.gate
+        self._hosts = started.hosts
         self._users: dict[str, tuple[int, int]] = {}  # exec(user=...) names -> (uid, gid)
         self.limit_poll_s = DISK_POLL_S if started.disk is not None else None
 
@@ -196,7 +214,7 @@ class DockerSandbox:
             home=home,
             tmpdir=tmp,
             path=SANDBOX_PATH,
-            extra={**self._env, **(env or {})},
+            extra={**self._env, **self._proxy_env(), **(env or {})},
             verifier=self._agent_done,
         )
         session = ExecSession.new(EXEC_DIR)
@@ -359,15 +377,25 @@ class DockerSandbox:
             code, _, stderr = await self._run(argv, "0")
         if code != 0:
             raise SandboxError(f"could not end the agent's processes: {stderr.strip()}")
-        await self._switch_network(self._networks[1])
+        await self._switch_network(1)
         self._agent_done = True
 
     async def begin_agent(self) -> None:
-        await self._switch_network(self._networks[0])
+        await self._switch_network(0)
         self._agent_done = False
 
-    async def _switch_network(self, network: str) -> None:
-        """Attach the container to `network` alone ("none": to no network), between phases."""
+    def _proxy_env(self) -> dict[str, str]:
+        """The gate's proxy variables, in a phase behind the egress gate."""
+        gated = self._gate is not None and self._network == self._gate.network
+        return proxy_env() if gated else {}
+
+    async def _switch_network(self, phase: int) -> None:
+        """Attach the container to the network of `phase` (0: the agent's, 1: the verifier's)
+        alone ("none": to no network), between phases; behind the gate, allow that phase's
+        hosts."""
+        network = self._networks[phase]
+        if self._gate is not None and network == self._gate.network:
+            await self._call("egress gate", self._gate.allow, self._hosts[phase])
         if network == self._network:
             return
         if self._network != "none":
@@ -455,7 +483,7 @@ class DockerBackend:
 
     name = "docker"
     isolated = True
-    task_limits: frozenset[str] = frozenset({"cpus", "memory_mb", "storage_mb"})
+    task_limits: frozenset[str] = frozenset({"cpus", "memory_mb", "storage_mb", "allowed_hosts"})
     copies_out = True  # `Sandbox.get`: get_archive, streamed and bounded
 
     def __init__(  # defaults: evalrun.config.schema.DockerSandboxConf, their one home
@@ -502,6 +530,9 @@ class DockerBackend:
         self.owner_label = f"{socket.gethostname()}:{os.getpid()}"
         self.owner_start = start_time(os.getpid()) or ""
         self._live: dict[str, Any] = {}  # container id -> container, for `abandon`
+        self._gates: dict[str, EgressGate] = {}  # container id -> its egress gate
+        self._projects: dict[str, ComposeProject] = {}  # compose projects open, for `abandon`
+        self._compose_builds = threading.Lock()  # one project builds its sidecars at a time
         self.live_mounts: list[str] = []  # host folders bound read-only (the gateway's sockets)
         self.layer_folders: list[Path] = []  # host folders copied into every sample's image
         self._layered: dict[str, str] = {}  # image -> it with `layer_folders`, for this process
@@ -582,39 +613,57 @@ class DockerBackend:
         self.remove_orphans()
 
     def remove_orphans(self) -> int:
-        """Remove containers made on this host by evalrun processes that no longer exist."""
+        """Remove containers made on this host by evalrun processes that no longer exist, then
+        such networks and volumes (compose projects', egress gates'); the number of containers
+        removed."""
         host = socket.gethostname()
         removed = 0
         # sparse: no per-container inspect, which races with other runs removing containers
         listed = self.client.containers.list(all=True, filters={"label": LABEL}, sparse=True)
         for container in listed:
-            labels = container.attrs.get("Labels") or {}
-            owner_host, _, pid = labels.get(OWNER_LABEL, "").partition(":")
-            if owner_host != host or labels.get(KEEP_LABEL) or not pid.isdigit():
-                continue
-            token = f"{owner_host}:{pid}:{labels.get(OWNER_START_LABEL, '')}"
-            if owner_alive(token):
+            if not _orphaned(container.attrs.get("Labels") or {}, host):
                 continue
             with suppress(Exception):
                 container.remove(force=True)
                 removed += 1
+        for kind in (self.client.networks, self.client.volumes):
+            for item in kind.list(filters={"label": LABEL}):
+                if _orphaned(item.attrs.get("Labels") or {}, host):
+                    with suppress(Exception):
+                        item.remove()
         return removed
 
     def network_of(self, network: Network) -> str:
-        """The docker network a phase that says `network` gets."""
+        """The docker network a phase that says `network` gets (`EGRESS`: the sample's own
+        gate network, made when it starts)."""
         if self.offline or network is Network.none:
             return "none"
+        if network is Network.allowlist:
+            return EGRESS
         return self.public_network if network is Network.public else self.network
 
     def cannot_host(self, spec: SandboxSpec) -> str | None:
         if spec.workdir is not None and bad_workdir(spec.workdir):
             return f"its workspace path cannot be used: {bad_workdir(spec.workdir)}"
-        if Network.public in spec.networks and self.public_network == "none" and not self.offline:
+        if spec.gpus and not self._gpu_runtime:
+            return (
+                f"needs {spec.gpus} GPU(s); the Docker engine has no GPU runtime (install the "
+                "NVIDIA Container Toolkit and restart the engine)"
+            )
+        reaches_out = any(n.reaches_out for n in spec.networks)
+        if reaches_out and self.public_network == "none" and not self.offline:
             return (
                 "needs the network; sandbox.public_network=none gives it none (name a Docker "
                 "network, or sandbox.offline=true runs every task without one)"
             )
+        if spec.compose_file is not None:  # its own network: none of the engine's is needed
+            problem = self._compose_problem(spec.compose_file, spec)
+            if problem is not None or spec.image is None:
+                return problem
+            return self.task_images.unavailable(spec.image)
         names = {self.network_of(n) for n in spec.networks}
+        if EGRESS in names:  # the gate's way out
+            names = (names - {EGRESS}) | {self.public_network}
         missing = [n for n in names if n != "none" and not self._has_network(n)]
         if missing:
             knob = "public_network" if missing[0] == self.public_network else "network"
@@ -631,6 +680,40 @@ class DockerBackend:
         if spec.image is not None:
             return self.task_images.unavailable(spec.image)
         return None
+
+    @cached_property
+    def _gpu_runtime(self) -> bool:
+        """Whether the engine can give containers GPUs: an `nvidia` runtime, or GPUs among the
+        CDI devices it discovered (engines since API 1.50)."""
+        info = self.client.info()
+        devices = info.get("DiscoveredDevices") or []
+        gpus = [d for d in devices if "gpu" in str(d.get("ID", "")).lower()]
+        return "nvidia" in (info.get("Runtimes") or {}) or bool(gpus)
+
+    def _compose_problem(self, compose_file: Path, spec: SandboxSpec) -> str | None:
+        """Why this backend cannot run a task's compose project (None: it can)."""
+        from evalrun.sandbox.docker.compose import compose_missing, offline_problem, read_compose
+
+        missing = compose_missing()
+        if missing is not None:
+            return f"needs several containers (environment/{compose_file.name}), and {missing}"
+        agent, verifier = (self.network_of(n) for n in spec.networks)
+        if EGRESS in (agent, verifier):
+            return (
+                "allows only some hosts (allowed_hosts), and evalrun's egress gate does not yet "
+                "stand before a compose project"
+            )
+        if agent != verifier:
+            return (
+                "needs a different network in the agent's and the verifier's phase, which "
+                "evalrun cannot switch for a compose project"
+            )
+        try:
+            document = read_compose(compose_file)
+        except ValueError as exc:
+            return str(exc)
+        problem = offline_problem(document) if agent == "none" else None
+        return f"must have no network, but {problem}" if problem else None
 
     def _has_network(self, name: str) -> bool:
         import docker
@@ -651,12 +734,45 @@ class DockerBackend:
         per phase, it is created on the one that is not `none` and starts in the agent's."""
         agent, verifier = spec.networks
         phases = (self.network_of(agent), self.network_of(verifier))
+        gate = None
+        if EGRESS in phases:
+            gate = EgressGate.open(
+                self.client, self.image, self.public_network, self._labels(label)
+            )
+            phases = (gate.network if phases[0] == EGRESS else phases[0], phases[1])
+            phases = (phases[0], gate.network if phases[1] == EGRESS else phases[1])
+        try:
+            return self._create_in(label, image, spec, phases, gate)
+        except Exception:
+            if gate is not None:
+                gate.close(self.client)
+            raise
+
+    def _labels(self, label: str) -> dict[str, str]:
+        """The labels of everything made for one sample - containers, networks, volumes
+        (`remove_orphans` finds them by these)."""
+        return {
+            LABEL: "1",
+            OWNER_LABEL: self.owner_label,
+            OWNER_START_LABEL: self.owner_start,
+            "evalrun.sample": label[:200],
+            **({KEEP_LABEL: "1"} if self.keep_workspaces else {}),
+        }
+
+    def _create_in(
+        self,
+        label: str,
+        image: str,
+        spec: SandboxSpec,
+        phases: tuple[str, str],
+        gate: EgressGate | None,
+    ) -> tuple[Any, Started]:
         attached = next((n for n in phases if n != "none"), None)
-        workdir = spec.workdir or (self._image_workdir(image) if spec.image else None) or WORKDIR
+        workdir = self._workdir_of(image, spec)
         memory = f"{spec.memory_mb}m" if spec.memory_mb else self.memory
         cpus = spec.cpus or self.cpus
         disk = DiskLimit.of(self.disk_mb, spec.storage_mb)
-        from docker.types import Ulimit
+        from docker.types import DeviceRequest, Ulimit
 
         ulimits = []
         if disk is not None:  # RLIMIT_FSIZE, in bytes for Docker
@@ -674,6 +790,9 @@ class DockerBackend:
             security_opt=["no-new-privileges"],
             ulimits=ulimits,
             binds={path: {"bind": path, "mode": "ro"} for path in self.live_mounts},
+            device_requests=(
+                [DeviceRequest(count=spec.gpus, capabilities=[["gpu"]])] if spec.gpus else None
+            ),
         )
         # /proc read-only (the SDK has no keyword for it): no process writes another's memory
         # through /proc/<pid>/mem; the engine's own read-only /proc paths are all under it.
@@ -685,53 +804,38 @@ class DockerBackend:
             working_dir=workdir,
             hostname="sandbox",
             volumes=list(self.live_mounts),
-            labels={
-                LABEL: "1",
-                OWNER_LABEL: self.owner_label,
-                OWNER_START_LABEL: self.owner_start,
-                "evalrun.sample": label[:200],
-                **({KEEP_LABEL: "1"} if self.keep_workspaces else {}),
-            },
+            labels=self._labels(label),
         )
         container = self.client.containers.prepare_model({"Id": created["Id"]})
         try:
             if attached is not None and phases[0] != attached:  # the agent's phase: none
                 api.disconnect_container_from_network(container.id, attached)
-            user, owner = self.user, self.owner_ids
-            if spec.user is not None:
-                user, owner = _resolve_user(container, spec.user)
-            root = (0, 0)
-            folders = {
-                workdir: (0o755, owner),
-                HOME_DIR: (0o755, owner),
-                PRIVATE_DIR: (0o755, root),  # the harness's: the agent may read, never write
-                EXEC_DIR: (0o700, root),  # exec pid files and staged writes: root's alone
-                "/logs": (0o755, root),
-                "/logs/agent": (0o755, owner),  # Harbor agents write their logs here
-                "/logs/artifacts": (0o755, owner),  # what Harbor agents publish for a verifier
-                # Harbor verifiers write their reward here: root's until the agent phase ends,
-                # then made fresh for the verifier (`end_agent`)
-                VERIFIER_LOGS: (0o755, root),
-            }
-            container.put_archive("/", tar_dirs({k[1:]: v for k, v in folders.items()}))
+            user, owner = self._users_of(container, spec)
+            _make_folders(container, workdir, owner)
             container.start()
-            if spec.image is not None:  # the image's files in the workspace become the user's
-                owned = f"{owner[0]}:{owner[1]}"
-                done = container.exec_run(["bash", "-c", _ADOPT, "adopt", owned, workdir], user="0")
-                if done.exit_code == 3:
-                    raise SandboxError(
-                        "the task's image has neither setpriv (util-linux) nor python3, so "
-                        "evalrun cannot run commands in it as the sandbox user"
-                    )
-                if done.exit_code != 0:
-                    raise SandboxError(
-                        f"could not hand {workdir} to the sandbox user: {done.output!r}"
-                    )
+            if spec.image is not None:
+                _adopt_workspace(container, workdir, owner)
         except Exception:
             container.remove(force=True)
             raise
-        image_user = (self.client.images.get(image).attrs.get("Config") or {}).get("User") or "0"
-        return container, Started(workdir, user, owner, spec.env, disk, phases, image_user)
+        image_user = self._image_user(image)
+        if gate is not None:
+            self._gates[container.id] = gate
+            gate.allow(spec.hosts[0] if phases[0] == gate.network else spec.hosts[1])
+        started = Started(workdir, user, owner, spec.env, disk, phases, image_user)
+        return container, replace(started, gate=gate, hosts=spec.hosts)
+
+    def _users_of(self, container: Any, spec: SandboxSpec) -> tuple[str, tuple[int, int]]:
+        """What commands run as (uid:gid or a name) and who owns the files put in."""
+        if spec.user is not None:
+            return _resolve_user(container, spec.user)
+        return self.user, self.owner_ids
+
+    def _image_user(self, image: str) -> str:
+        return (self.client.images.get(image).attrs.get("Config") or {}).get("User") or "0"
+
+    def _workdir_of(self, image: str, spec: SandboxSpec) -> str:
+        return spec.workdir or (self._image_workdir(image) if spec.image else None) or WORKDIR
 
     def _image_workdir(self, image: str) -> str | None:
         """The image's WORKDIR, when it names one other than /."""
@@ -742,12 +846,18 @@ class DockerBackend:
     def _dispose(self, container: Any) -> None:
         """Remove (or, keeping workspaces, stop) a container; forgotten only once it is done,
         so an `abandon` meanwhile still sees it."""
+        gate = self._gates.pop(container.id, None)
         if self.keep_workspaces:
             with suppress(Exception):
                 container.kill()
+            if gate is not None:  # kept with the container, as its network
+                with suppress(Exception):
+                    gate.container.kill()
         else:
             with suppress(Exception):
                 container.remove(force=True)
+            if gate is not None:
+                gate.close(self.client)
         self._live.pop(container.id, None)
 
     def abandon(self) -> None:
@@ -768,6 +878,25 @@ class DockerBackend:
             thread.start()
         for thread in threads:
             thread.join(max(0.0, deadline - time.monotonic()))
+        for gate in list(self._gates.values()):  # their containers went with the owner's
+            if time.monotonic() < deadline:
+                gate.close(self.client)
+        if self.keep_workspaces:
+            return
+        threads = [  # the compose projects' networks and volumes, now that no container uses them
+            threading.Thread(target=self._remove_project, args=(name,), daemon=True)
+            for name in list(self._projects)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+    def _remove_project(self, name: str) -> None:
+        from evalrun.sandbox.docker.compose import remove_project
+
+        with suppress(Exception):
+            remove_project(self.client, name)
 
     def _remove_by(self, container: Any, deadline: float) -> None:
         """Remove `container` and see it gone, before `deadline`. A removal already under way
@@ -796,7 +925,8 @@ class DockerBackend:
         """A sandbox as `spec` asks: in the task's own image when it has one, else in
         `self.image`; either way with the agent's layer (`add_read_only`) in it."""
         image = await self.sample_image(spec)
-        async with self._open(label, image, spec) as box:
+        opener = self._open if spec.compose_file is None else self._open_compose
+        async with opener(label, image, spec) as box:
             yield box
 
     async def sample_image(self, spec: SandboxSpec) -> str:
@@ -842,6 +972,140 @@ class DockerBackend:
                 await disposing
                 raise
 
+    @asynccontextmanager
+    async def _open_compose(
+        self, label: str, image: str, spec: SandboxSpec
+    ) -> AsyncIterator[DockerSandbox]:
+        """A sample's compose project (`evalrun.sandbox.docker.compose`), its `main` service
+        the sandbox; the whole project is removed at the end, also on cancellation."""
+        import docker
+
+        with tempfile.TemporaryDirectory(prefix="evalrun-compose-") as scratch:
+            try:
+                project = await asyncio.to_thread(
+                    self._compose_project, Path(scratch), label, image, spec
+                )
+            except (ValueError, OSError) as exc:
+                raise SandboxError(str(exc)) from exc
+            self._projects[project.name] = project
+            starting = asyncio.ensure_future(
+                asyncio.to_thread(self._start_project, project, image, spec)
+            )
+            try:
+                container, started = await asyncio.shield(starting)
+            except asyncio.CancelledError:
+                with suppress(Exception):
+                    await starting
+                await asyncio.to_thread(self._end_project, project)
+                raise
+            except docker.errors.DockerException as exc:
+                await asyncio.to_thread(self._end_project, project)
+                raise SandboxError(f"docker could not start {project.name}: {exc}") from exc
+            try:
+                yield DockerSandbox(self, container, started)
+            finally:
+                disposing = asyncio.ensure_future(asyncio.to_thread(self._end_project, project))
+                try:
+                    await asyncio.shield(disposing)
+                except asyncio.CancelledError:
+                    await disposing
+                    raise
+
+    def _compose_project(
+        self, folder: Path, label: str, image: str, spec: SandboxSpec
+    ) -> ComposeProject:
+        """Write a sample's compose files (blocking): evalrun's base and overlay around the
+        task's file, `main` hardened as `_create` hardens a single container."""
+        from evalrun.sandbox.docker.compose import Hardening, write_project
+
+        assert spec.compose_file is not None
+        disk = DiskLimit.of(self.disk_mb, spec.storage_mb)
+        hardening = Hardening(
+            labels=self._labels(label),
+            capabilities=CAPABILITIES,
+            memory=f"{spec.memory_mb}m" if spec.memory_mb else self.memory,
+            cpus=spec.cpus or self.cpus,
+            pids_limit=self.pids_limit,
+            fsize_bytes=disk.mb << 20 if disk is not None else None,
+            read_only_mounts=self.live_mounts,
+        )
+        internal = self.network_of(spec.network) == "none"
+        task_id = spec.image.task_id if spec.image is not None else "compose"
+        workdir = self._workdir_of(image, spec)
+        return write_project(
+            folder,
+            spec.compose_file,
+            task_id,
+            image,
+            workdir,
+            hardening,
+            internal,
+            self.build_network,
+            lambda name: local_id(self.client, name),
+        )
+
+    def _start_project(
+        self, project: ComposeProject, image: str, spec: SandboxSpec
+    ) -> tuple[Any, Started]:
+        """`up --wait` a project and seed its `main` container (blocking); on any failure the
+        project is removed again. Sidecar images missing are built by one project at a time,
+        before its `up`; other projects start meanwhile."""
+        from evalrun.sandbox.docker.compose import main_container
+
+        timeout = spec.image.build_timeout_s if spec.image else TaskImage.build_timeout_s
+        try:
+            if self._unbuilt(project):
+                with self._compose_builds:
+                    if self._unbuilt(project):
+                        project.build(timeout)
+            project.up(timeout)
+            container = main_container(self.client, project.name)
+            workdir = self._workdir_of(image, spec)
+            user, owner = self._users_of(container, spec)
+            _make_folders(container, workdir, owner)
+            if spec.image is not None:
+                _adopt_workspace(container, workdir, owner)
+        except BaseException:
+            self._end_project(project)
+            raise
+        disk = DiskLimit.of(self.disk_mb, spec.storage_mb)
+        networks = (project.network, project.network)
+        image_user = self._image_user(image)
+        env = tuple(sorted({**self._service_env(container, image), **dict(spec.env)}.items()))
+        return container, Started(workdir, user, owner, env, disk, networks, image_user)
+
+    def _service_env(self, container: Any, image: str) -> dict[str, str]:
+        """The variables the compose file gives `main` (its `environment`, beyond the image's
+        own), which `docker compose exec` would pass: every command sees them, as a task's
+        `[environment.env]` (HOME, TMPDIR and PATH stay the sandbox's)."""
+        own = set((self.client.images.get(image).attrs.get("Config") or {}).get("Env") or [])
+        found = {}
+        for entry in (container.attrs.get("Config") or {}).get("Env") or []:
+            name, _, value = entry.partition("=")
+            if entry not in own and name not in ("HOME", "TMPDIR", "PATH"):
+                found[name] = value
+        return found
+
+    def _unbuilt(self, project: ComposeProject) -> bool:
+        return any(local_id(self.client, tag) == "absent" for tag in project.builds)
+
+    def _end_project(self, project: ComposeProject) -> None:
+        """Remove (or, keeping workspaces, stop) a project; through the SDK when compose fails."""
+        from evalrun.sandbox.docker.compose import remove_project
+
+        try:
+            if self.keep_workspaces:
+                with suppress(SandboxError):
+                    project.kill()
+                return
+            try:
+                project.down()
+            except SandboxError:
+                with suppress(Exception):
+                    remove_project(self.client, project.name)
+        finally:
+            self._projects.pop(project.name, None)
+
 
 @dataclass(frozen=True)
 class Started:
@@ -854,6 +1118,48 @@ class Started:
     disk: DiskLimit | None  # the sample's disk limit: the task's storage_mb, else disk_mb
     networks: tuple[str, str] = ("none", "none")  # the agent's phase's and the verifier's
     image_user: str = "0"  # the image's USER (`IMAGE_USER`): root when it names none
+    gate: EgressGate | None = None  # the egress gate of the phases with an allow-list
+    hosts: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())  # what each phase's gate allows
+
+
+def _orphaned(labels: Mapping[str, str], host: str) -> bool:
+    """Whether what carries `labels` was made on `host` by an evalrun process now gone (and is
+    not kept)."""
+    owner_host, _, pid = labels.get(OWNER_LABEL, "").partition(":")
+    if owner_host != host or labels.get(KEEP_LABEL) or not pid.isdigit():
+        return False
+    return not owner_alive(f"{owner_host}:{pid}:{labels.get(OWNER_START_LABEL, '')}")
+
+
+def _make_folders(container: Any, workdir: str, owner: tuple[int, int]) -> None:
+    """The sandbox's folders, with their owners and modes (before or after the start)."""
+    root = (0, 0)
+    folders = {
+        workdir: (0o755, owner),
+        HOME_DIR: (0o755, owner),
+        PRIVATE_DIR: (0o755, root),  # the harness's: the agent may read, never write
+        EXEC_DIR: (0o700, root),  # exec pid files and staged writes: root's alone
+        "/logs": (0o755, root),
+        "/logs/agent": (0o755, owner),  # Harbor agents write their logs here
+        "/logs/artifacts": (0o755, owner),  # what Harbor agents publish for a verifier
+        # Harbor verifiers write their reward here: root's until the agent phase ends,
+        # then made fresh for the verifier (`end_agent`)
+        VERIFIER_LOGS: (0o755, root),
+    }
+    container.put_archive("/", tar_dirs({k[1:]: v for k, v in folders.items()}))
+
+
+def _adopt_workspace(container: Any, workdir: str, owner: tuple[int, int]) -> None:
+    """A task image's files in the workspace become the sandbox user's (a running container)."""
+    owned = f"{owner[0]}:{owner[1]}"
+    done = container.exec_run(["bash", "-c", _ADOPT, "adopt", owned, workdir], user="0")
+    if done.exit_code == 3:
+        raise SandboxError(
+            "the task's image has neither setpriv (util-linux) nor python3, so "
+            "evalrun cannot run commands in it as the sandbox user"
+        )
+    if done.exit_code != 0:
+        raise SandboxError(f"could not hand {workdir} to the sandbox user: {done.output!r}")
 
 
 def _resolve_user(container: Any, user: str) -> tuple[str, tuple[int, int]]:

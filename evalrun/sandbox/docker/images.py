@@ -110,7 +110,7 @@ def image_tag(task_id: str, digest: str) -> str:
     return f"{TAG_REPOSITORY}/{name}:{digest[:16]}"
 
 
-def _local_id(client: Any, name: str) -> str:
+def local_id(client: Any, name: str) -> str:
     import docker
 
     try:
@@ -132,9 +132,9 @@ def build_image(
     dockerfile, bases = aliased(written, aliases)
     tag = image_tag(
         image.task_id,
-        context_digest(context, {b: _local_id(client, b) for b in bases}, dockerfile),
+        context_digest(context, {b: local_id(client, b) for b in bases}, dockerfile),
     )
-    if _local_id(client, tag) != "absent":
+    if local_id(client, tag) != "absent":
         return tag
     with tempfile.TemporaryDirectory(prefix="evalrun-dockerfile-") as scratch:
         given = None
@@ -187,7 +187,7 @@ def prebuilt_problem(client: Any, name: str) -> str | None:
     """None when the engine has image `name` or can pull it now; else why it cannot be had."""
     import docker
 
-    if _local_id(client, name) != "absent":
+    if local_id(client, name) != "absent":
         return None
     try:
         client.images.pull(name)

@@ -3,23 +3,30 @@ per-phase `[agent]` / `[verifier]` tables (and each `[[steps]]`' own).
 
 - **Network**, per Harbor's policy model: `[environment] network_mode` (or the older
   `allow_internet`) is the baseline, `[agent]`/`[verifier]` `network_mode` override it for
-  their phase. `no-network` means no network on every backend; `public`, and `allowlist` with
-  hosts, mean the task needs the network (evalrun cannot filter by host, so an allow-list gets
-  the backend's whole network where it has one). A task that declares nothing gets what the
-  backend gives (no network on bwrap and docker by default). The agent's phase (with the setup)
-  and the verifier's may differ: each backend switches between them (docker reattaches the
-  container; bwrap and local decide per command). Steps whose agent phases (or verifier phases)
-  want different networks are unsupported.
+  their phase. `no-network` means no network on every backend; `public` means the task needs
+  the network; `allowlist` with hosts (`allowed_hosts`, the phase's own) means only those hosts:
+  docker enforces it through its egress gate (`evalrun.sandbox.docker.egress`), the other
+  backends give such a phase their whole network and the run says so before it starts (an empty
+  allow-list is no network anywhere). A task that declares nothing gets what the backend gives
+  (no network on bwrap and docker by default). The agent's phase (with the setup) and the
+  verifier's may differ: each backend switches between them (docker reattaches the container;
+  bwrap and local decide per command). Steps whose agent phases (or verifier phases) want
+  different networks are unsupported.
 - **A separate verifier** (`separate_verifier`: `[verifier] environment_mode = "separate"`, or
   a `[verifier.environment]`): the sandbox it runs in (its image by Harbor's precedence), the
   `[[verifier.collect]]` commands run in the agent's sandbox first, and the artifacts it gets.
+- **Several containers** (`environment/docker-compose.yaml` or `.yml`): `compose_file`, run as a
+  compose project with `main` as the sandbox where the backend can (docker).
 - **Workspace path** (`workdir`), **CPU, memory and disk** (`cpus`, `memory_mb` / `memory`,
   `storage_mb` / `storage`: limits where the backend enforces them, `SandboxBackend.task_limits`),
   **variables every command sees** (`[environment.env]`), **the agent's user** (`[agent] user`)
   and **an image of its own** (its prebuilt `docker_image`, else the Dockerfile in environment/).
-- **Features evalrun cannot provide** (`unsupported`): GPUs, TPUs, Windows containers, MCP
-  servers, several containers (docker-compose.yaml, or a separate verifier's collect command or
-  artifact in a service besides `main`), a separate verifier in a multi-step task.
+- **GPUs** (`gpus`): docker gives them through the engine's device requests where it has a GPU
+  runtime; every other backend skips such a task with the reason.
+- **Features evalrun cannot provide** (`unsupported`): TPUs, Windows containers, HTTP
+  headers for an MCP server (the servers themselves are the agent's: `TaskSpec.mcp_servers`),
+  a separate verifier of several containers (tests/docker-compose.yaml, or a collect
+  command or artifact in a service besides `main`), a separate verifier in a multi-step task.
 """
 
 from __future__ import annotations
@@ -42,26 +49,33 @@ from evalrun.tasks.harbor.toml import (
 ARTIFACTS_DIR = "/logs/artifacts"  # Harbor's: what the agent publishes for a separate verifier
 
 
+Policy = tuple[Network, tuple[str, ...]]  # a phase's network, and its hosts when an allow-list
+
+
 def phase_network(phase: Phase | EnvironmentTable) -> Network:
     """One table's own network policy (`unspecified` when it says nothing)."""
+    return phase_policy(phase)[0]
+
+
+def phase_policy(phase: Phase | EnvironmentTable) -> Policy:
+    """One table's own network, with the hosts it allows when that is an allow-list."""
     mode = phase.network_mode
     if mode is None and phase.allowed_hosts:
-        mode = NetworkMode.allowlist  # Harbor: hosts alone imply an allow-list
+        mode = NetworkMode.allowlist  # hosts alone imply an allow-list (Harbor refuses them)
     if mode is None and isinstance(phase, EnvironmentTable) and phase.allow_internet is not None:
-        return Network.public if phase.allow_internet else Network.none
+        return (Network.public if phase.allow_internet else Network.none), ()
     if mode is None:
-        return Network.unspecified
-    if mode is NetworkMode.no_network or (
-        mode is NetworkMode.allowlist and not phase.allowed_hosts
-    ):
-        return Network.none  # an empty allow-list denies all egress
-    return Network.public
+        return Network.unspecified, ()
+    if mode is NetworkMode.allowlist:
+        hosts = tuple(dict.fromkeys(phase.allowed_hosts or ()))
+        return (Network.allowlist, hosts) if hosts else (Network.none, ())  # empty: no egress
+    return (Network.none if mode is NetworkMode.no_network else Network.public), ()
 
 
-def sample_networks(config: HarborToml) -> tuple[Network, Network, str | None]:
+def sample_networks(config: HarborToml) -> tuple[Policy, Policy, str | None]:
     """The network of a sample's agent phase (and setup) and of its verifier phase, or why no
     sandbox can honour every step's: each phase's table, else `[environment]`'s baseline."""
-    baseline = phase_network(config.environment)
+    baseline = phase_policy(config.environment)
     tables: dict[str, list[tuple[str, Phase]]] = {
         "agent": [("agent", config.agent)],
         "verifier": [("verifier", config.verifier)],
@@ -69,14 +83,14 @@ def sample_networks(config: HarborToml) -> tuple[Network, Network, str | None]:
     for index, step in enumerate(config.steps or ()):
         tables["agent"].append((f"steps[{index}].agent", step.agent))
         tables["verifier"].append((f"steps[{index}].verifier", step.verifier))
-    chosen: list[Network] = []
+    chosen: list[Policy] = []
     for phase, where in tables.items():
         wanted = {}
         for name, table in where:
-            own = phase_network(table)
-            wanted[name] = own if own is not Network.unspecified else baseline
+            own = phase_policy(table)
+            wanted[name] = own if own[0] is not Network.unspecified else baseline
         if len(set(wanted.values())) > 1:
-            detail = ", ".join(f"[{k}] {v.value}" for k, v in wanted.items())
+            detail = ", ".join(f"[{k}] {_said(v)}" for k, v in wanted.items())
             return (
                 baseline,
                 baseline,
@@ -86,23 +100,26 @@ def sample_networks(config: HarborToml) -> tuple[Network, Network, str | None]:
     return chosen[0], chosen[1], None
 
 
+def _said(policy: Policy) -> str:
+    network, hosts = policy
+    return f"allowlist {list(hosts)}" if hosts else network.value
+
+
 def unsupported(config: HarborToml, environment_dir: Path, tests_dir: Path) -> list[str]:
     """What the task needs that no evalrun backend provides."""
     env = config.environment
     problems = []
     if env.os == "windows":
         problems.append("Windows containers ([environment] os = 'windows')")
-    if env.gpus:
-        problems.append(f"GPUs ([environment] gpus = {env.gpus})")
     if env.tpu:
         problems.append("a TPU ([environment.tpu])")
-    if env.mcp_servers:
-        names = ", ".join(str(s.get("name", "?")) for s in env.mcp_servers)
-        problems.append(f"MCP servers ([environment] mcp_servers: {names})")
+    problems += [
+        f"HTTP headers for MCP server {s.name!r} ([environment] mcp_servers: evalrun hands "
+        "an agent a server's url, not its headers)"
+        for s in env.mcp_servers
+        if s.headers
+    ]
     problems += _separate_unsupported(config)
-    for name in ("docker-compose.yaml", "docker-compose.yml"):
-        if (environment_dir / name).is_file():
-            problems.append(f"several containers (environment/{name})")
     if config.verifier.separate and (tests_dir / "docker-compose.yaml").is_file():
         problems.append("several containers for the separate verifier (tests/docker-compose.yaml)")
     users = {s.agent.user for s in config.steps or () if s.agent.user is not None}
@@ -148,9 +165,19 @@ def sandbox_spec(
     spec = _table_spec(table, task_file, "environment", image, env, agent)
     return replace(
         spec,
-        verifier_network=verifier if verifier is not agent else None,
+        verifier_network=verifier[0] if verifier[0] is not agent[0] else None,
+        verifier_allowed_hosts=verifier[1] if verifier[1] != agent[1] else None,
         user=config.agent.user,
+        compose_file=compose_file(environment_dir),
     )
+
+
+def compose_file(environment_dir: Path) -> Path | None:
+    """The task's compose file (Harbor reads docker-compose.yaml; .yml is taken too)."""
+    for name in ("docker-compose.yaml", "docker-compose.yml"):
+        if (environment_dir / name).is_file():
+            return environment_dir / name
+    return None
 
 
 def separate_verifier(
@@ -171,11 +198,12 @@ def separate_verifier(
         image, bundled = TaskImage(f"{task_id}-verifier", tests_dir, None, timeout), True
     _, network, _ = sample_networks(config)
     if table is None:
-        spec = replace(agent, image=image, network=network, verifier_network=None)
+        spec = replace(agent, image=image, network=network[0], allowed_hosts=network[1])
+        spec = replace(spec, verifier_network=None, verifier_allowed_hosts=None, compose_file=None)
     else:
         if phase_network(config.verifier) is Network.unspecified:
-            own = phase_network(table)
-            network = network if own is Network.unspecified else own
+            own = phase_policy(table)
+            network = network if own[0] is Network.unspecified else own
         env = fill_templates(table.env, task_file, "verifier.environment.env")
         spec = _table_spec(table, task_file, "verifier.environment", image, env, network)
         spec = replace(spec, user=config.agent.user)
@@ -207,7 +235,7 @@ def _table_spec(
     where: str,
     image: TaskImage | None,
     env: dict[str, str],
-    network: Network,
+    network: Policy,
 ) -> SandboxSpec:
     """A sandbox as an `[environment]`-like table asks; `TaskFormatError` for a bad workdir."""
     if table.workdir is not None:
@@ -217,9 +245,11 @@ def _table_spec(
     return SandboxSpec(
         image=image,
         workdir=table.workdir.rstrip("/") if table.workdir else None,
-        network=network,
+        network=network[0],
+        allowed_hosts=network[1],
         cpus=table.cpus,
         memory_mb=table.memory_limit_mb,
         storage_mb=table.storage_limit_mb,
+        gpus=table.gpus or None,
         env=tuple(sorted(env.items())),
     )

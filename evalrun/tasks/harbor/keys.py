@@ -55,7 +55,9 @@ ENVIRONMENT: dict[str, Any] = {
         )
     ),
     "tpu": dict.fromkeys(("type", "topology")),
-    "mcp_servers": ListOf(dict.fromkeys(("name", "transport", "url", "command", "args"))),
+    "mcp_servers": ListOf(
+        dict.fromkeys(("name", "transport", "url", "command", "args", "headers"))
+    ),
     "env": FREE,
     "healthcheck": HEALTHCHECK,
 }

@@ -132,6 +132,7 @@ def load(
         difficulty=config.metadata.difficulty or Difficulty.medium,
         tags=config.metadata.tags,
         agent_timeout_s=config.agent.timeout_sec,
+        mcp_servers=config.environment.servers(),
     )
     return spec, fmt
 

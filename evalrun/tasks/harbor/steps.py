@@ -76,6 +76,7 @@ def load_steps(parent: HarborFormat) -> HarborSteps:
             difficulty=config.metadata.difficulty or Difficulty.medium,
             tags=config.metadata.tags,
             agent_timeout_s=table.agent.timeout_sec or config.agent.timeout_sec,
+            mcp_servers=config.environment.servers(),
         )
         env = fill_templates(
             table.verifier.env, layout.task_file, f"steps.{table.name}.verifier.env"

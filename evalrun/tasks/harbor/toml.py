@@ -16,6 +16,7 @@ error naming it).
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import tomllib
@@ -33,7 +34,7 @@ from pydantic import (
 )
 
 from evalrun.errors import TaskFormatError
-from evalrun.tasks.base import Difficulty
+from evalrun.tasks.base import Difficulty, McpServer, McpTransport
 from evalrun.tasks.harbor.keys import UnknownKey, unknown_keys
 
 Version = str | int | float
@@ -80,6 +81,27 @@ def _uid_or_name(value: Any) -> Any:
     return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
+_HOST_LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
+
+
+def allowed_host(entry: str) -> str:
+    """One `allowed_hosts` entry, normalised as Harbor does (lower case, no trailing dot): a
+    hostname, a `*.suffix` pattern, an IP address or a CIDR range - never a URL, port or path."""
+    host = entry.strip().lower().rstrip(".")
+    try:
+        return str(
+            ipaddress.ip_network(host, strict=False) if "/" in host else ipaddress.ip_address(host)
+        )
+    except ValueError:
+        pass
+    name = host.removeprefix("*.")
+    if name and all(_HOST_LABEL.match(label) for label in name.split(".")):
+        return host
+    raise ValueError(
+        f"expected a hostname, '*.suffix', an IP address or a CIDR range, got {entry!r}"
+    )
+
+
 class Phase(_Table):
     timeout_sec: float | None = Field(default=None, gt=0)
     user: str | None = None
@@ -90,6 +112,11 @@ class Phase(_Table):
     @classmethod
     def _uid_or_name(cls, value: Any) -> Any:
         return _uid_or_name(value)
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _hosts(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        return None if value is None else tuple(allowed_host(h) for h in value)
 
 
 class AgentTable(Phase):
@@ -161,6 +188,42 @@ class SolutionTable(_Table):
     env: dict[str, str] = Field(default_factory=dict)
 
 
+class McpServerTable(_Table):
+    """One `[[environment.mcp_servers]]` entry (Harbor's `MCPServerConfig`): validated as Harbor
+    validates it - its transport defaults to `sse`, `http` means `streamable-http`, an HTTP
+    server needs a `url` and a stdio one a `command`."""
+
+    name: str = Field(min_length=1)
+    transport: McpTransport = McpTransport.sse
+    url: str | None = None
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    headers: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("transport", mode="before")
+    @classmethod
+    def _http(cls, value: Any) -> Any:
+        return McpTransport.streamable_http if value == "http" else value
+
+    @model_validator(mode="after")
+    def _reachable(self) -> McpServerTable:
+        if self.transport is not McpTransport.stdio and not self.url:
+            raise ValueError(f"'url' is required for transport {self.transport.value!r}")
+        if self.transport is McpTransport.stdio and not self.command:
+            raise ValueError("'command' is required for transport 'stdio'")
+        return self
+
+    def server(self) -> McpServer:
+        """evalrun's own model of this server."""
+        return McpServer(
+            name=self.name,
+            transport=self.transport,
+            command=self.command if self.transport is McpTransport.stdio else None,
+            args=self.args if self.transport is McpTransport.stdio else (),
+            url=self.url if self.transport is not McpTransport.stdio else None,
+        )
+
+
 class EnvironmentTable(_Table):
     build_timeout_sec: float | None = Field(default=None, gt=0)
     docker_image: str | None = Field(default=None, min_length=1)
@@ -175,7 +238,7 @@ class EnvironmentTable(_Table):
     network_mode: NetworkMode | None = None
     allowed_hosts: tuple[str, ...] | None = None
     allow_internet: bool | None = None
-    mcp_servers: tuple[dict[str, Any], ...] = ()
+    mcp_servers: tuple[McpServerTable, ...] = ()
     env: dict[str, str] = Field(default_factory=dict)
     healthcheck: Healthcheck | None = None
     workdir: str | None = None
@@ -185,12 +248,21 @@ class EnvironmentTable(_Table):
     def _os_any_case(cls, value: Any) -> Any:
         return value.lower() if isinstance(value, str) else value
 
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _hosts(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        return None if value is None else tuple(allowed_host(h) for h in value)
+
     @field_validator("memory", "storage")
     @classmethod
     def _size(cls, value: str | None) -> str | None:
         if value is not None and not _SIZE.match(value):
             raise ValueError(f"expected a size like '2G' or '512M', got {value!r}")
         return value
+
+    def servers(self) -> tuple[McpServer, ...]:
+        """The MCP servers, one per name: a later entry replaces an earlier one, as in Harbor."""
+        return tuple({s.name: s.server() for s in self.mcp_servers}.values())
 
     @property
     def memory_limit_mb(self) -> int | None:

@@ -134,10 +134,11 @@ def test_keep_workspaces_leaves_the_sample_root_for_inspection(bwrap_ready):
     async def body():
         async with backend.open("kept") as box:
             await box.write_file("notes.txt", "kept")
-        return box.root
+        return box.root, box.kept_at
 
-    root = asyncio.run(body())
+    root, kept_at = asyncio.run(body())
     try:
         assert (root / "workspace/notes.txt").read_bytes() == b"kept"
+        assert kept_at == str(root / "workspace")  # what the run prints and records
     finally:
         shutil.rmtree(root)

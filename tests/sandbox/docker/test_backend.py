@@ -135,6 +135,30 @@ def test_container_is_locked_down_and_labelled(engine: DockerBackend):
 
 
 @pytest.mark.docker
+def test_a_kept_workspace_is_named_by_its_stopped_container(engine: DockerBackend):
+    """keep_workspaces=true: the container stays (stopped) and `kept_at`, which the run prints
+    and records, names it; without it, nothing is said to be kept."""
+    keeping = DockerBackend(image=engine.image, keep_workspaces=True)
+
+    async def body(backend: DockerBackend):
+        async with backend.open("kept") as box:
+            await box.write_file("notes.txt", "kept")
+        return box.container_id, box.kept_at
+
+    container_id, kept_at = asyncio.run(body(keeping))
+    container = docker_sdk.from_env().containers.get(container_id)
+    try:
+        assert (
+            kept_at
+            == f"docker container {container.short_id} ({container.attrs['Config']['WorkingDir']})"
+        )
+        assert container.status == "exited"
+    finally:
+        container.remove(force=True)
+    assert asyncio.run(body(engine))[1] is None
+
+
+@pytest.mark.docker
 def test_write_file_never_replaces_a_directory(engine: DockerBackend):
     async def body():
         async with engine.open("dir") as box:

@@ -9,8 +9,6 @@ test makes one; the peer the sandbox tries to reach is a container on that netwo
 from __future__ import annotations
 
 import asyncio
-import uuid
-from collections.abc import Iterator
 
 import pytest
 
@@ -25,32 +23,6 @@ PROBE = (
     "except Exception as exc:\n"
     "    print('unreachable', type(exc).__name__)\n"
 )
-
-
-@pytest.fixture
-def bridge(docker_client) -> Iterator[tuple[str, str]]:
-    """A bridge network of its own and a web server on it: (network name, the server's URL)."""
-    name = f"evalrun-test-{uuid.uuid4().hex[:8]}"
-    network = docker_client.networks.create(name, driver="bridge")
-    server = docker_client.containers.run(
-        BASE_IMAGE,
-        [
-            "bash",
-            "-c",
-            "mkdir -p /srv && echo hello > /srv/index.html && cd /srv && "
-            "exec python3 -m http.server 8000",
-        ],
-        detach=True,
-        network=name,
-        labels={"evalrun.test": "1"},
-    )
-    try:
-        server.reload()
-        address = server.attrs["NetworkSettings"]["Networks"][name]["IPAddress"]
-        yield name, f"http://{address}:8000/"
-    finally:
-        server.remove(force=True)
-        network.remove()
 
 
 async def _phases(backend: DockerBackend, spec: SandboxSpec, url: str) -> list[str]:

@@ -390,13 +390,19 @@ def test_limit_counts_only_tasks_that_can_run(mixed_suite):
 
 
 def test_features_evalrun_cannot_provide_skip_the_task(tmp_path):
-    toml = "[environment]\ngpus = 1\n[[environment.mcp_servers]]\nname = 'search'\n"
-    harbor_task(tmp_path, "gpu-task", files={"task.toml": toml})
+    harbor_task(tmp_path, "gpu-task", files={"task.toml": "[environment]\ngpus = 1\n"})
+    mcp = (
+        "[[environment.mcp_servers]]\nname = 'search'\n"
+        "url = 'http://search:8000/mcp'\nheaders = {Authorization = 'Bearer ${TOKEN}'}\n"
+    )
+    harbor_task(tmp_path, "mcp-task", files={"task.toml": mcp})
     harbor_task(tmp_path, "plain")
     with pytest.raises(UsageError) as err:
-        plan_for(tmp_path, "ids=[gpu-task]")
-    assert "GPUs ([environment] gpus = 1)" in str(err.value)
-    assert "MCP servers ([environment] mcp_servers: search)" in str(err.value)
+        plan_for(tmp_path, "ids=[gpu-task,mcp-task]")
+    assert "gpu-task: needs 1 GPU(s); sandbox=local has none (sandbox=docker gives" in str(
+        err.value
+    )
+    assert "HTTP headers for MCP server 'search'" in str(err.value)
     assert [t.id for t in plan_for(tmp_path).tasks] == ["plain"]
 
 
@@ -506,7 +512,7 @@ def test_a_healthcheck_that_never_passes_stops_the_sample_before_the_agent(tmp_p
     assert rec.phases.agent is None
 
 
-U, NONE, PUBLIC = Network.unspecified, Network.none, Network.public
+U, NONE, PUBLIC, ALLOW = Network.unspecified, Network.none, Network.public, Network.allowlist
 
 
 @pytest.mark.parametrize(
@@ -516,7 +522,7 @@ U, NONE, PUBLIC = Network.unspecified, Network.none, Network.public
         ("[environment]\nallow_internet = false\n", (NONE, NONE)),
         ("[environment]\nnetwork_mode = 'public'\nallow_internet = false\n", (PUBLIC, PUBLIC)),
         ("[environment]\nnetwork_mode = 'allowlist'\n", (NONE, NONE)),  # empty: deny all
-        ("[environment]\nallowed_hosts = ['pypi.org']\n", (PUBLIC, PUBLIC)),
+        ("[environment]\nallowed_hosts = ['pypi.org']\n", (ALLOW, ALLOW)),
         ("[agent]\nnetwork_mode = 'no-network'\n", (NONE, U)),
         (
             "[environment]\nnetwork_mode = 'no-network'\n[verifier]\nnetwork_mode = 'public'\n",
@@ -534,6 +540,36 @@ def test_the_network_policy_follows_harbors_baseline_and_phase_overrides(tmp_pat
     task = load_task(harbor_task(tmp_path, files={"task.toml": toml}))
     assert task.format.sandbox_spec.networks == networks
     assert task.format.unsupported == ()
+
+
+@pytest.mark.parametrize(
+    ("toml", "hosts"),
+    [
+        (
+            "[environment]\nnetwork_mode = 'allowlist'\nallowed_hosts = ['PyPI.org.', '*.pythonhosted.org']\n",
+            (("pypi.org", "*.pythonhosted.org"), ("pypi.org", "*.pythonhosted.org")),
+        ),
+        (  # the verifier's phase its own list; the agent's the baseline's
+            "[environment]\nnetwork_mode = 'allowlist'\nallowed_hosts = ['10.0.0.0/8']\n"
+            "[verifier]\nnetwork_mode = 'allowlist'\nallowed_hosts = ['deb.example']\n",
+            (("10.0.0.0/8",), ("deb.example",)),
+        ),
+        (
+            "[agent]\nnetwork_mode = 'allowlist'\nallowed_hosts = ['git.example']\n",
+            (("git.example",), ()),
+        ),
+    ],
+)
+def test_each_phase_may_reach_only_the_hosts_its_allow_list_names(tmp_path, toml, hosts):
+    task = load_task(harbor_task(tmp_path, files={"task.toml": toml}))
+    assert task.format.sandbox_spec.hosts == hosts
+
+
+@pytest.mark.parametrize("entry", ["https://pypi.org", "pypi.org:443", "pypi.org/simple", "*.", ""])
+def test_an_allowed_host_that_is_not_a_host_is_refused_naming_the_field(tmp_path, entry):
+    toml = f"[environment]\nnetwork_mode = 'allowlist'\nallowed_hosts = ['{entry}']\n"
+    with pytest.raises(TaskFormatError, match=r"environment\.allowed_hosts.*expected a hostname"):
+        load_task(harbor_task(tmp_path, files={"task.toml": toml}))
 
 
 def test_the_instruction_loses_its_canary_lines_as_in_harbor(tmp_path):
@@ -561,3 +597,19 @@ def test_task_limits_become_the_spec_and_unenforced_ones_are_warned_once(
     err = capsys.readouterr().err
     assert "sandbox=bwrap does not enforce these task limits" in err
     assert "cpus of 1 task(s) (limited)" in err and "memory_mb" not in err and "storage" not in err
+
+
+def test_an_allow_list_that_a_sandbox_cannot_enforce_is_said_once_and_runs_with_its_network(
+    tmp_path, capsys, monkeypatch
+):
+    """bwrap and local cannot filter by host: the task runs with the sandbox's network (as
+    `public`), and the run says so before it starts; docker enforces it (its own tests)."""
+    toml = "[environment]\nnetwork_mode = 'allowlist'\nallowed_hosts = ['pypi.org']\n"
+    harbor_task(tmp_path, "allow-listed", files={"task.toml": toml})
+    monkeypatch.setattr("evalrun.run.plan._warned_unenforced", set())
+    plan = plan_for(tmp_path)
+    assert [t.id for t in plan.tasks] == ["allow-listed"]
+    err = capsys.readouterr().err
+    assert "sandbox=local does not enforce these task limits" in err
+    assert "allowed_hosts: the sandbox's whole network" in err
+    assert "allowed_hosts of 1 task(s) (allow-listed)" in err

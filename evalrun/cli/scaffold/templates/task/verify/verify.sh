@@ -4,7 +4,7 @@
 # with FAIL (else the last line printed) is the reason. Run the agent's code as a separate
 # process and decide here, never inside code the agent could have written. Only bash, python3,
 # git and sqlite3 are available; no network. For checks in Python: `exec python3 -I
-# _verifier/check.py` with evalrun's verifier kit (tasks/README.md, "Writing a verifier");
+# _verifier/check.py` with evalrun's verifier kit (`evalrun docs verifiers`, "Writing a verifier");
 # `evalrun check` throws a library of reward hacks at it.
 #
 # For example:
