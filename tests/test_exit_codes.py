@@ -16,6 +16,7 @@ from tests.conftest import REPO
 STATUS_MODULES = [
     *sorted((REPO / "evalrun" / "cli").rglob("*.py")),
     REPO / "evalrun" / "run" / "runner.py",
+    REPO / "evalrun" / "run" / "regrade.py",
     REPO / "evalrun" / "honesty" / "probes.py",
     REPO / "evalrun" / "integrations" / "opik" / "online.py",
     REPO / "evalrun" / "analysis" / "gate.py",

@@ -326,6 +326,18 @@ def _prepare(command: str, root: Path) -> Path:
         ]:
             text = text.replace(right, wrong)
         task_file.write_text(text, encoding="utf-8")
+    if command == "evalrun regrade latest":  # a run graded by a buggy verifier, then fixed
+        for task in (
+            "001-fizzbuzz-off-by-one",
+            "002-factorial-missing-return",
+            "003-error-message-typo",
+        ):
+            shutil.copytree(REPO / "tasks" / task, root / "regrade-suite" / task)
+        verify = root / "regrade-suite" / "002-factorial-missing-return" / "verify" / "verify.sh"
+        fixed = verify.read_text(encoding="utf-8")
+        verify.write_text(fixed.replace("exec python3", "false && exec python3"), encoding="utf-8")
+        assert _evalrun(["tasks_dir=regrade-suite", "trials=2"], root).returncode == 0
+        verify.write_text(fixed, encoding="utf-8")
     if command.startswith("evalrun diff"):  # the gold agent's run beside the noop run above
         assert _evalrun(["agent=oracle", "limit=4", "name=oracle"], root).returncode == 0
     return root
@@ -355,6 +367,7 @@ def test_every_output_the_readme_shows_is_what_the_tool_prints():
         "evalrun check",
         "evalrun tasks_dir=suite",
         "evalrun diff runs/<stamp>-oracle runs/<stamp>-noop",
+        "evalrun regrade latest",
         "evalrun gate runs/<stamp>-noop 'profile.floors={pass@1: 0.8}'",
         "evalrun -m agent=oracle,noop limit=3",
     ]  # each run here as the README did it (`_prepare`): a new one needs its preparation

@@ -12,6 +12,7 @@ NOT_RESULT_RELEVANT = (
     "run_dir",
     "dry_run",
     "keep_workspaces",
+    "final_workspaces",  # what is kept for a regrade, never what a sample does
     "max_retries",
     "retry_backoff_s",
     "name",

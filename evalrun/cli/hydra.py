@@ -112,6 +112,11 @@ def expand_resume(args: list[str]) -> list[str]:
         run = RunLog.open(run_dir)
     except UsageError as exc:
         raise UsageError(f"resume: {exc}") from None
+    if run.plan.regrade_of is not None:  # resuming would run the agent, which a regrade never does
+        raise UsageError(
+            f"resume: {run_dir} is a regrade of {run.plan.regrade_of.run_dir}, not a run to "
+            f"resume; regrade that run again: evalrun regrade {run.plan.regrade_of.run_dir}"
+        )
     rest = [a for a in args if not a.startswith("resume=")]
     return [*run.replayed_overrides(rest), *rest, f"run_dir={run_dir}"]
 

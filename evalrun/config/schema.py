@@ -238,6 +238,16 @@ class TimeoutsConf:
     verify_s: float = 120.0
 
 
+@dataclass
+class FinalWorkspacesConf:
+    """Each sample's workspace as the agent left it, kept compressed in the run directory so that
+    `evalrun regrade` can grade it again with a verifier fixed later (docs/run-directory.md)."""
+
+    keep: bool = True
+    max_mb_per_sample: float = 20.0  # a larger archive is not kept (the record says why)
+    max_mb_per_run: float = 1024.0  # once the run's archives add up to this, no more are kept
+
+
 HARBOR_REGISTRY = "https://raw.githubusercontent.com/laude-institute/harbor/main/registry.json"
 
 
@@ -290,6 +300,7 @@ class EvalConfig:
     timeouts: TimeoutsConf = field(default_factory=TimeoutsConf)
     budget: BudgetConf = field(default_factory=BudgetConf)
     keep_workspaces: bool = False
+    final_workspaces: FinalWorkspacesConf = field(default_factory=FinalWorkspacesConf)
     dry_run: bool = False
     baseline: str | None = None  # a finished run dir: profile max_drop bounds compare to it
 

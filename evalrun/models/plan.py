@@ -36,6 +36,13 @@ class PlannedTask(BaseModel):
     fields: dict[str, Any] = Field(default_factory=dict)
 
 
+class RegradeSource(BaseModel):
+    """What a regrade run (`evalrun regrade`) graded again: the source run, by id and folder."""
+
+    run_id: str
+    run_dir: str
+
+
 class Checkout(BaseModel):
     """One git checkout a suite was read from: the URL as fetched, the ref asked for (a tag,
     branch or commit; None: the remote's default branch), the commit it resolved to, and the
@@ -99,6 +106,8 @@ class PlanFile(BaseModel):
     """How to reproduce the run (`evalrun.rundir.provenance.reproduction_info`); its
     `tasks_source` is a `TasksSource` for a suite given by reference."""
     skipped: list[SkippedEntry] = Field(default_factory=list)
+    regrade_of: RegradeSource | None = None
+    """Set on a regrade's run: the source run whose kept workspaces it graded again."""
 
     def cell_keys(self) -> list[CellKey]:
         """The planned cells in plan order (task, then trial)."""

@@ -178,6 +178,26 @@ class WorkspaceDiff(BaseModel):
         return "".join(parts)
 
 
+class KeptWorkspace(BaseModel):
+    """Whether the sample's final workspace - what the agent left, before any verifier file
+    went in - was kept in the run directory for `evalrun regrade`; its compressed size, or why
+    it was not kept (over a cap, the run's quota used up, the sandbox cannot copy it out)."""
+
+    kept: bool
+    bytes: int | None = None
+    reason: str | None = None
+
+    def describe(self) -> str:
+        return f"kept ({self.bytes or 0:,} bytes)" if self.kept else f"not kept: {self.reason}"
+
+
+class RegradeOf(BaseModel):
+    """On a regraded sample: the run it came from and the outcome it had there."""
+
+    run_id: str
+    outcome: Outcome
+
+
 class Phases(BaseModel):
     """Seconds spent in each phase of a sample (None: the phase did not run)."""
 
@@ -299,6 +319,8 @@ class SampleRecord(SampleCore):
     started_at: float
     finished_at: float
     workspace_diff: WorkspaceDiff | None = None  # None: not recorded (a harness error)
+    final_workspace: KeptWorkspace | None = None  # None: keeping was off, or no agent phase
+    regrade_of: RegradeOf | None = None  # set by `evalrun regrade`: the verdict is new
     workspace_kept: str | None = None  # where keep_workspaces=true left the workspace
 
 

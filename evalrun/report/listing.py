@@ -71,6 +71,12 @@ def read_row(run_dir: Path) -> RunRow:
     return with_writer(read_files(run_dir))
 
 
+def regraded_from(run: RunLog) -> str:
+    """` - regraded from <source>` for a regrade's run (`evalrun regrade`), else nothing."""
+    source = run.plan.regrade_of
+    return f" - regraded from {Path(source.run_dir).name}" if source is not None else ""
+
+
 def read_files(run_dir: Path) -> RunRow:
     """One run from its files alone (`with_writer` adds who is writing it now)."""
     try:
@@ -89,7 +95,7 @@ def read_files(run_dir: Path) -> RunRow:
         trials=run.plan.trials,
         pass_at_1=summary.overall.pass_at.get(1) if summary else None,
         cost_usd=summary.cost.total_usd if summary else None,
-        status=state.describe(shown=3),
+        status=state.describe(shown=3) + regraded_from(run),
         progress=Progress.complete if state.complete else Progress.partial,
         agent_option=run.agent_option,
         model=run.model,

@@ -13,15 +13,17 @@ import os
 import signal
 import stat
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from contextlib import suppress
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from evalrun.agents.base import Agent
 from evalrun.errors import ExitCode
 from evalrun.models.records import Outcome, SampleRecord, writable
 from evalrun.retry import async_retrying
+from evalrun.run.final_workspace import WorkspaceKeeper
 from evalrun.run.trial import Limits, LogSink, Trial
 from evalrun.sandbox.base import SandboxBackend
 from evalrun.tasks.loader import Task
@@ -39,32 +41,48 @@ async def run_sample(
     run_id: str,
     log: LogSink | None = None,
     stop_reason: Callable[[], str | None] | None = None,
+    keeper: WorkspaceKeeper | None = None,
 ) -> SampleRecord:
     """One `Trial` of the cell, tried again on a harness error up to `limits.max_retries` times
-    with backoff (not once `stop_reason()` says the run must stop)."""
+    with backoff (not once `stop_reason()` says the run must stop); `keeper` keeps its final
+    workspace."""
+
+    async def attempt() -> SampleRecord:  # a fresh trial each time
+        return await Trial(task, trial, agent, limits, run_id, log, keeper).run(backend)
+
+    return await retried(attempt, limits, stop_reason)
+
+
+async def retried(
+    attempt: Callable[[], Awaitable[SampleRecord]],
+    limits: Limits,
+    stop_reason: Callable[[], str | None] | None = None,
+) -> SampleRecord:
+    """`attempt()`'s record, tried again while it is an `error`, as `run_sample` says."""
     retryer = async_retrying(
         1 + limits.max_retries,
         limits.retry_backoff_s,
         on_result=lambda rec: rec.outcome is Outcome.error,
         give_up=lambda: stop_reason is not None and stop_reason() is not None,  # e.g. budget
     )
-
-    async def attempt() -> SampleRecord:  # a fresh trial each time
-        return await Trial(task, trial, agent, limits, run_id, log).run(backend)
-
     rec: SampleRecord = await retryer(attempt)
     return rec.model_copy(update={"attempts": retryer.statistics["attempt_number"]})
 
 
 Cell = tuple[Task, int]
 OnRecord = Callable[[SampleRecord], None]
+Attempt = Callable[[Task, int, "LogSink | None"], Awaitable[SampleRecord]]
+"""One attempt at a cell (task, trial), its logs to the sink: a regrade's, in place of a
+`Trial` of the batch's agent (`evalrun.run.regrade`)."""
 
 
 @dataclass(frozen=True)
 class Batch:
     """What every sample of one `execute` runs with (`RunPlan.batch` for a run's): the agent,
     the backend its sandboxes come from, the limits, the run's id, how many samples at a time,
-    and the judge that scores each record after grading (None: no judge)."""
+    the judge that scores each record after grading (None: no judge), what keeps each sample's
+    final workspace (None: nothing), and `attempt`, which replaces the agent's `Trial` (a
+    regrade's attempts)."""
 
     agent: Agent
     backend: SandboxBackend
@@ -72,6 +90,8 @@ class Batch:
     run_id: str
     concurrency: int
     judge: Judge | None = None
+    keeper: WorkspaceKeeper | None = None
+    attempt: Attempt | None = None
 
 
 async def execute(
@@ -106,9 +126,12 @@ async def execute(
             if stop_reason is not None and stop_reason():
                 return
             try:
-                rec = await run_sample(
-                    task, trial, agent, backend, limits, run_id, log, stop_reason
-                )
+                if batch.attempt is not None:
+                    rec = await retried(partial(batch.attempt, task, trial, log), limits)
+                else:
+                    rec = await run_sample(
+                        task, trial, agent, backend, limits, run_id, log, stop_reason, batch.keeper
+                    )
             except Exception as exc:  # a bug in evalrun itself: keep the run going, say so
                 now = time.time()
                 rec = SampleRecord(

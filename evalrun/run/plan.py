@@ -33,6 +33,7 @@ from evalrun.console import make_console, styled
 from evalrun.errors import UsageError, bad_value
 from evalrun.models.records import CellKey, SampleRecord, SkipKind, SkippedEntry
 from evalrun.run.engine import Batch
+from evalrun.run.final_workspace import KeepCaps, WorkspaceKeeper
 from evalrun.run.judges import Judge, NoJudge, build_judge
 from evalrun.run.trial import Limits
 from evalrun.rundir.dirs import is_dir_template
@@ -44,7 +45,7 @@ from evalrun.tasks.base import Difficulty, setup_bytes
 from evalrun.tasks.loader import Suite, Task, runnable_on, scan_suite, unenforced_limits
 
 if TYPE_CHECKING:
-    from evalrun.models.plan import PlanFile, TasksSource
+    from evalrun.models.plan import PlanFile, PlannedTask, TasksSource
     from evalrun.models.summary import Summary
     from evalrun.tasks.remote import Resolved
 
@@ -102,6 +103,7 @@ class RunPlan:
     warnings: tuple[str, ...] = ()
     secrets: SecretValues = field(repr=False, default_factory=SecretValues)
     new_dir: bool = False  # run_dir is a template (`runs/${now:...}-eval`): claim a fresh one
+    keep_caps: KeepCaps | None = None  # final workspaces kept within these (None: not kept)
     tasks_source: TasksSource | None = None  # a suite given by reference, as resolved
 
     @property
@@ -118,13 +120,20 @@ class RunPlan:
     @property
     def batch(self) -> Batch:
         """What each of the run's samples runs with (`evalrun.run.engine.execute`)."""
+        keeper = None if self.keep_caps is None else WorkspaceKeeper(self.run_dir, self.keep_caps)
         return Batch(
-            self.agent, self.backend, self.limits, self.run_id, self.concurrency, self.judge
+            self.agent,
+            self.backend,
+            self.limits,
+            self.run_id,
+            self.concurrency,
+            self.judge,
+            keeper,
         )
 
     def to_plan_file(self) -> PlanFile:
         """plan.json (`evalrun.rundir.log.PlanFile`), written before the first sample."""
-        from evalrun.models.plan import PlanFile, PlannedTask, RunKind
+        from evalrun.models.plan import PlanFile, RunKind
         from evalrun.rundir.log import PLAN_SCHEMA
 
         return PlanFile(
@@ -138,23 +147,28 @@ class RunPlan:
             sandbox=self.backend.name,
             agent=self.agent.name,
             choices=group_choices(),
-            tasks=[
-                PlannedTask(
-                    id=t.id,
-                    fingerprint=t.fingerprint,
-                    difficulty=t.spec.difficulty.value,
-                    tags=list(t.spec.tags),
-                    format=t.format.name,
-                    prompt=t.spec.prompt,
-                    fields=kept_fields(t) if t.format.kept_fields else {},
-                )
-                for t in self.tasks
-            ],
+            tasks=[planned_task(t) for t in self.tasks],
             cells=len(self.cells),
             # install kind, git shas, versions, and the suite's reference as resolved
             provenance=reproduction_info(self.tasks_dir, self.tasks_source),
             skipped=list(self.skipped),
         )
+
+
+def planned_task(task: Task) -> PlannedTask:
+    """A task as plan.json lists it: id, fingerprint, difficulty, tags, format, prompt and the
+    fields of its file evalrun keeps but does not use."""
+    from evalrun.models.plan import PlannedTask
+
+    return PlannedTask(
+        id=task.id,
+        fingerprint=task.fingerprint,
+        difficulty=task.spec.difficulty.value,
+        tags=list(task.spec.tags),
+        format=task.format.name,
+        prompt=task.spec.prompt,
+        fields=kept_fields(task) if task.format.kept_fields else {},
+    )
 
 
 def group_choices() -> dict[str, str]:
@@ -337,7 +351,7 @@ def agent_for_suite(suite: SuiteKind, agent: Agent) -> Agent:
     return RecordingAgent(agent)
 
 
-def _instantiate(node: DictConfig, group: str, **kwargs: Any) -> Any:
+def instantiate_group(node: DictConfig, group: str, **kwargs: Any) -> Any:
     try:
         return instantiate(node, **kwargs)
     except InstantiationException as exc:
@@ -384,7 +398,7 @@ def build(cfg: DictConfig) -> RunPlan:
     )
     ids = as_list(cfg.ids, "ids")
     skipped = refuse_unloadable(suite, ids)
-    backend = _instantiate(cfg.sandbox, "sandbox", keep_workspaces=cfg.keep_workspaces)
+    backend = instantiate_group(cfg.sandbox, "sandbox", keep_workspaces=cfg.keep_workspaces)
     chosen = select(
         suite.tasks,
         tags=as_list(cfg.tags, "tags"),
@@ -423,8 +437,8 @@ def build(cfg: DictConfig) -> RunPlan:
         ),
         dry_run=cfg.dry_run,
         backend=backend,
-        agent=agent_for_suite(cfg.suite, _instantiate(cfg.agent, "agent")),
-        tracker=_instantiate(cfg.tracker, "tracker"),
+        agent=agent_for_suite(cfg.suite, instantiate_group(cfg.agent, "agent")),
+        tracker=instantiate_group(cfg.tracker, "tracker"),
         profile=profile_for(cfg.profile, cfg.baseline),
         judge=build_judge(cfg.judge),
         suite=cfg.suite,
@@ -433,6 +447,8 @@ def build(cfg: DictConfig) -> RunPlan:
         max_errors=cfg.max_errors,
         secrets=secrets,
         new_dir=is_dir_template(cfg, "run_dir"),
+        # probes are graded on the agent's steps, never regraded: nothing to keep for them
+        keep_caps=KeepCaps.of(cfg.final_workspaces) if cfg.suite is SuiteKind.tasks else None,
     )
     warn_if_not_isolated(plan.backend, plan.agent)
     warn_unenforced(plan.backend, plan.tasks)

@@ -120,7 +120,7 @@ def run(cfg: DictConfig, console: Console | None = None, overrides: list[str] | 
     if claimed:
         plan = with_run_dir(plan, claim_new_run_dir(plan.run_dir))
     existed = plan.run_dir.exists() and not claimed
-    previous = _exit_on_stop_signals(plan.backend)
+    previous = exit_on_stop_signals(plan.backend)
     try:
         with RunLock(plan.run_dir, "run"):
             return _run_plan(plan, console, overrides)
@@ -131,7 +131,7 @@ def run(cfg: DictConfig, console: Console | None = None, overrides: list[str] | 
             remove_if_unused(plan.run_dir)  # refused before it wrote anything
 
 
-def _exit_on_stop_signals(backend: SandboxBackend) -> dict[signal.Signals, Any]:
+def exit_on_stop_signals(backend: SandboxBackend) -> dict[signal.Signals, Any]:
     """Make Ctrl-C, SIGTERM and SIGHUP leave at once (no traceback, the signal's exit status);
     return the handlers this replaced (none off the main thread; an ignored signal, as under
     `nohup`, stays ignored)."""

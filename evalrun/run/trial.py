@@ -5,7 +5,8 @@ run(backend)    open a fresh sandbox, as the task's format asks (`SandboxSpec`),
   setup         the format prepares the workspace                   SetupFailed -> error
   turn          per task, or per step of a multi-step task:
     act           the agent on the prompt, within its timeout and the sandbox's limits
-    collect       the agent phase ends; what it changed in the workspace is recorded
+    collect       the agent phase ends; what it changed in the workspace is recorded, and
+                  the workspace itself is kept for a regrade (`evalrun.run.final_workspace`)
     verify        the task's hidden verifier is injected and run -> Verdict; a separate
                   verifier (`TaskFormat.separate_verifier`) runs in a fresh sandbox of its
                   own, with only the agent's artifacts carried over (`verify_apart`)
@@ -56,6 +57,7 @@ from evalrun.errors import HarnessError, SandboxError
 from evalrun.models.records import (
     AgentResult,
     CellKey,
+    KeptWorkspace,
     Outcome,
     Phases,
     SampleRecord,
@@ -65,6 +67,7 @@ from evalrun.models.records import (
 )
 from evalrun.models.writable import tail_text
 from evalrun.run import artifacts
+from evalrun.run.final_workspace import WorkspaceKeeper
 from evalrun.run.workspace_diff import Snapshot, changes_since, take_snapshot
 from evalrun.sandbox.base import Sandbox, SandboxBackend
 from evalrun.tasks.base import SeparateVerifier, SetupFailed, Step, StepPlan, Verdict
@@ -101,6 +104,7 @@ class Turn:
     agent_s: float
     verdict: Verdict
     changes: WorkspaceDiff | None = None  # what the agent changed in the workspace
+    kept: KeptWorkspace | None = None  # whether the final workspace was kept for a regrade
 
 
 class LimitExceeded(Exception):
@@ -109,7 +113,8 @@ class LimitExceeded(Exception):
 
 class Trial:
     """One attempt at cell (`task`, `trial`) by `agent`; `run` it once (see the module
-    docstring). `log` receives the sample's logs (setup, agent, workspace diff, verifier)."""
+    docstring). `log` receives the sample's logs (setup, agent, workspace diff, verifier);
+    `keeper` keeps its final workspace (None: not kept)."""
 
     def __init__(
         self,
@@ -119,8 +124,11 @@ class Trial:
         limits: Limits,
         run_id: str,
         log: LogSink | None = None,
+        keeper: WorkspaceKeeper | None = None,
     ):
         self.task = task
+        self.keeper = keeper
+        self.kept: KeptWorkspace | None = None
         self.agent = agent
         self.limits = limits
         self.run_id = run_id
@@ -183,7 +191,7 @@ class Trial:
         result, timed_out = await self.act(box, task)
         took = time.monotonic() - clock
         verdict, changes = await self.grade(box, task, result.output, before)
-        return Turn(result, timed_out, took, verdict, changes)
+        return Turn(result, timed_out, took, verdict, changes, self.kept)
 
     async def steps(self, box: Sandbox, plan: StepPlan) -> Turn:
         """Each step in turn: its files, the agent on its prompt, its grading; then the task's
@@ -213,6 +221,7 @@ class Trial:
             agent_s=sum(t.agent_s for _, t in turns),
             verdict=plan.combine(graded),
             changes=merge_changes(turns),
+            kept=self.kept,
         )
 
     async def act(self, box: Sandbox, task: Task) -> tuple[AgentResult, bool]:
@@ -249,10 +258,14 @@ class Trial:
             apart = task.format.separate_verifier
             if apart is not None:
                 changes = await self.collect(box, before)
+                if self.keeper is not None:
+                    reason = "a task whose verifier runs apart is graded on its artifacts"
+                    self.kept = KeptWorkspace(kept=False, reason=reason)
                 return await self.verify_apart(box, task, apart, answer), changes
             hook = asyncio.ensure_future(self.prepare_verifier(box, task))
             try:
                 changes = await self.collect(box, before)
+                self.kept = await self.keep(box, task)
             finally:
                 await asyncio.wait({hook})  # never raises; the hook's own error comes next
             hook.result()
@@ -267,6 +280,17 @@ class Trial:
         """What the agent changed in the workspace since `before` (None: nothing is recorded).
         Only after `Sandbox.end_agent`; never raises (a listing that fails is a note)."""
         return await changes_since(box, before) if before is not None else None
+
+    async def keep(self, box: Sandbox, task: Task) -> KeptWorkspace | None:
+        """Keep the workspace as the agent left it, for a regrade (None: keeping is off). Only
+        after `Sandbox.end_agent`, before the verifier's files go in; never raises for the
+        workspace's state. A multi-step task's is not kept: its steps' files arrive between
+        turns, so no one workspace can be graded again."""
+        if self.keeper is None:
+            return None
+        if self.task.format.step_plan is not None:
+            return KeptWorkspace(kept=False, reason="a multi-step task's workspace is not kept")
+        return await self.keeper.keep(box, self.key, self.limits.verify_s)
 
     async def prepare_verifier(self, box: Sandbox, task: Task) -> None:
         """Write the verifier's python start-up hook (unless the task or the run turned verifier
@@ -317,6 +341,7 @@ class Trial:
             reason=reason,
             agent=result.model_copy(update={"output": output}),
             workspace_diff=changes,
+            final_workspace=turn.kept,
             timed_out_phase=timed_out,
             verify_exit_code=verdict.exit_code,
             verify_output=verdict.output,

@@ -11,6 +11,7 @@ plan.json      PlanFile: kind (tasks | probes | online), run id, tasks with fing
 config.yaml    the resolved config (redacted), as a mapping and as its text
 overrides.yaml the command-line overrides (a resume replays them)
 samples.jsonl  SampleRecord lines; a torn last line (a crash mid-write) is skipped
+samples/<task>/<trial>/workspace.tar.gz   a sample's final workspace (`final_workspace`)
 summary.json   Summary (docs/summary-schema.md); recomputed from the records when missing or
                older than samples.jsonl, always with the state as the files tell it now and
                the skipped tasks as plan.json lists them
@@ -48,7 +49,14 @@ from evalrun.models.records import (
 )
 from evalrun.models.summary import Summary
 from evalrun.rundir.redact import override_name, redacted_keys, redacted_replay_message
-from evalrun.rundir.store import CONFIG_FILE, OVERRIDES_FILE, PLAN_FILE, SAMPLES_FILE, SUMMARY_FILE
+from evalrun.rundir.store import (
+    CONFIG_FILE,
+    OVERRIDES_FILE,
+    PLAN_FILE,
+    SAMPLES_FILE,
+    SUMMARY_FILE,
+    final_workspace_path,
+)
 
 PLAN_SCHEMA = 1  # the plan.json version this evalrun writes and reads up to
 SUMMARY_SCHEMA = 1  # likewise summary.json (docs/summary-schema.md)
@@ -193,6 +201,11 @@ class RunLog(BaseModel):
             if fingerprints.get(rec.task_id) == rec.fingerprint and rec.trial < self.plan.trials:
                 cells[(rec.task_id, rec.trial)] = rec
         return sorted(cells.values(), key=lambda r: (order[r.task_id], r.trial))
+
+    def final_workspace(self, key: CellKey) -> Path | None:
+        """The archive of a sample's kept final workspace (None: not kept), for a regrade."""
+        path = final_workspace_path(self.run_dir, key)
+        return path if path.is_file() else None
 
     # --- state and summary --------------------------------------------------------------------
     def state(self) -> RunState:

@@ -13,6 +13,7 @@ these two modules.
   samples.jsonl    one SampleRecord per finished sample, appended, flushed and fsynced
   summary.json     metrics over samples.jsonl and the run's state (rewritten at the end of a run)
   samples/<task>/<trial>/{setup,agent,verify}.log
+  samples/<task>/<trial>/workspace.tar.gz   the final workspace, kept for `evalrun regrade`
   samples/<task>/<trial>/trajectory.json   the sample as ATIF (evalrun.rundir.trajectory)
 ```
 
@@ -59,6 +60,7 @@ PLAN_FILE = "plan.json"
 CONFIG_FILE = "config.yaml"
 OVERRIDES_FILE = "overrides.yaml"
 LOCK_FILE = "writer.lock"
+FINAL_WORKSPACE_FILE = "workspace.tar.gz"  # in a sample's folder (evalrun.run.final_workspace)
 TRAJECTORY_FILE = "trajectory.json"  # a sample's ATIF document, beside its logs
 MAX_SUFFIX = 1000
 LOG_CHARS = 8_000_000  # a per-sample log keeps its last this many characters
@@ -166,6 +168,11 @@ def write_trajectory(
     tmp.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     os.replace(tmp, path)
     return path
+
+
+def final_workspace_path(run_dir: Path, key: CellKey) -> Path:
+    """Where a sample's final workspace is kept (`evalrun.run.final_workspace`)."""
+    return sample_dir(Path(run_dir), key) / FINAL_WORKSPACE_FILE
 
 
 def _serialised(record: SampleRecord) -> bytes:

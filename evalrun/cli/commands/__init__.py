@@ -11,6 +11,7 @@ every command's dependencies (the Opik integration above all).
 check.py     check                    prove every verifier honest (gold, untouched, wrong/*, hacks)
 runs.py      ls, show, report         look at runs that already happened
 diff.py      diff                     compare two runs
+regrade.py   regrade                  grade a past run's kept workspaces again, into a new run
 gate.py      gate                     gate a run that has ended on a threshold profile
 power.py     power                    how precise a run will be, how many tasks x trials it needs
 setup.py     setup docker, image      the one-time system pieces of sandbox=docker

@@ -71,6 +71,8 @@ def show_command(args: list[str], console: Console) -> int:
     if options.task_id is not None:
         return show_task(run, options.task_id, console)
     render(run.summary, run.run_dir, console, run.records, run.plan.tasks_source)
+    if run.plan.regrade_of is not None:
+        console.print(f"regraded from {run.plan.regrade_of.run_dir}", highlight=False)
     for task in run.skipped:
         console.print(styled("[yellow]skipped[/] {} ({}):", task.id, task.kind), task.reason)
     return ExitCode.OK
