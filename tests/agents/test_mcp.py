@@ -26,6 +26,7 @@ from evalrun.sandbox.local import LocalBackend
 from evalrun.tasks.base import McpServer
 from tests.agents.conftest import run_eval
 from tests.api_standins import ApiStandin, Turn, say, tool
+from tests.atif_check import checked_trajectories
 from tests.conftest import REPO
 from tests.sandbox.conftest import backend_params, build_backend
 
@@ -140,7 +141,7 @@ def run_with_standin(
             # node reserves more address space than bwrap's default cap
             *(["sandbox.memory_mb=null"] if backend == "bwrap" else []),
         )
-    return done.only, server
+    return done, server
 
 
 @pytest.mark.parametrize(
@@ -156,14 +157,21 @@ def test_a_real_cli_starts_the_tasks_server_in_the_sandbox_and_calls_its_tool(
     build_backend(backend, request)  # skip here, or fail in CI, when the engine is missing
     monkeypatch.setenv(KEY_VAR, "sk-evalrun-test")
     model, suffix, calls, step_name = CALLS[agent]
-    rec, server = run_with_standin(
+    done, server = run_with_standin(
         agent, backend, model, suffix, [*calls, WRITE[agent], say("Done.")], tmp_path
     )
+    rec = done.only
     assert rec.outcome == "pass", (rec.reason, rec.agent.error)
     (step,) = [s for s in rec.agent.trajectory if s.name == step_name]
     assert SECRET in (step.result or "") and step.error is None
     # the server's answer went back to the model as the tool's result
     assert any(SECRET in json.dumps(r.body) for r in server.requests if r.method == "POST")
+    # the sample's trajectory.json is valid ATIF (evalrun's models and the independent schema)
+    # and holds the MCP tool call: every MCP-speaking preset's run, not only the gateway tests'
+    [document] = checked_trajectories(done.run_dir)
+    assert document["agent"]["name"] == agent
+    named = [c["function_name"] for s in document["steps"] for c in s.get("tool_calls", [])]
+    assert step_name in named, named
 
 
 def test_an_agent_without_an_mcp_client_skips_the_task_with_its_reason(tmp_path, capsys):
