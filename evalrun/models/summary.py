@@ -42,10 +42,11 @@ class Estimate:
             return None
         return (self.high - self.low) / 2
 
-    def plus_minus(self, digits: int = 2) -> str:
+    def plus_minus(self, digits: int = 2, value_digits: int | None = None) -> str:
         """`0.62 ± 0.11`; `1.00 [0.21, 1.00]` when the interval is lopsided (near 0 or 1, a
-        symmetric ± would read as "up to 1.40"); the bare value when there is no interval."""
-        shown = f"{self.value:.{digits}f}"
+        symmetric ± would read as "up to 1.40"); the bare value when there is no interval.
+        `value_digits` (default `digits`) for the value alone."""
+        shown = f"{self.value:.{digits if value_digits is None else value_digits}f}"
         half = self.half_width
         if half is None or self.low is None or self.high is None:
             return shown

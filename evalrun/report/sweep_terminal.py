@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from rich.console import Console
@@ -18,7 +19,7 @@ def _fmt(value: Any, interval: Estimate | None = None) -> str:
     if value is None:
         return "-"
     if interval and interval.low is not None and interval.high is not None:
-        return f"{value:.3f} ± {(interval.high - interval.low) / 2:.2f}"
+        return replace(interval, value=value).plus_minus(2, value_digits=3)
     return f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
