@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from evalrun.console import make_console
@@ -52,6 +53,19 @@ class CommandParser(argparse.ArgumentParser):
         if action.option_strings and action.nargs != 0:
             self._takes_value.update(action.option_strings)
         return action
+
+    def add_runs_dir(self) -> None:
+        """The optional `runs_dir` positional of the commands over a folder of runs (`root`)."""
+        from evalrun.rundir.log import RUNS_DIR
+
+        self.add_argument(
+            "root",
+            metavar="runs_dir",
+            nargs="?",
+            type=Path,
+            default=RUNS_DIR,
+            help=f"a folder of runs (default: {RUNS_DIR}/)",
+        )
 
     def parse(self, args: Sequence[str]) -> argparse.Namespace:
         """Parse `args`; `UsageError` on a mistake (unknown option, missing positional, ...)."""

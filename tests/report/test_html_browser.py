@@ -32,6 +32,18 @@ pytestmark = pytest.mark.browser
 ARTIFACTS = REPO / "artifacts"
 
 
+FLAGS = (  # headless, and none of Chromium's own connections (refused on a closed network)
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+)
+
+
 def chromium() -> str:
     path = shutil.which("chromium") or shutil.which("chromium-browser")
     require_engine(path is not None, "chromium (apt-get install -y chromium)")
@@ -54,14 +66,7 @@ def load(page: Path, tmp_path: Path, *extra: str, query: str = "?selftest=1") ->
     """Open `page` in headless Chromium; `extra` flags replace the default --dump-dom."""
     args = [
         chromium(),
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
+        *FLAGS,
         f"--user-data-dir={tmp_path / 'chromium-profile'}",
         "--enable-logging=stderr",
         "--v=0",

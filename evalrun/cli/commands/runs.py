@@ -37,14 +37,7 @@ def ls_command(args: list[str], console: Console) -> int:
     from evalrun.report.listing import list_runs, runs_table
 
     parser = CommandParser("ls", "The runs under a folder, newest first, with their state.")
-    parser.add_argument(
-        "root",
-        metavar="runs_dir",
-        nargs="?",
-        type=Path,
-        default=RUNS_DIR,
-        help=f"a folder of runs (default: {RUNS_DIR}/)",
-    )
+    parser.add_runs_dir()
     root = parser.parse(args).root.expanduser()
     if root == RUNS_DIR and not root.is_dir():
         console.print(f"no runs yet in {root}/ (every run lands there; start one with `evalrun`)")

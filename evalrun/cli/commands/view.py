@@ -13,7 +13,6 @@ from rich.console import Console
 
 from evalrun.cli.arguments import CommandParser
 from evalrun.errors import ExitCode, UsageError
-from evalrun.rundir.log import RUNS_DIR
 
 
 def view_command(args: list[str], console: Console) -> int:
@@ -24,14 +23,7 @@ def view_command(args: list[str], console: Console) -> int:
         "pass@1 and its interval, cost and state; a trend of a metric; the diff of two runs "
         "picked; each run's report and samples.",
     )
-    parser.add_argument(
-        "root",
-        metavar="runs_dir",
-        nargs="?",
-        type=Path,
-        default=RUNS_DIR,
-        help=f"a folder of runs (default: {RUNS_DIR}/)",
-    )
+    parser.add_runs_dir()
     parser.add_argument(
         "--port", type=int, default=0, help="the localhost port to serve on (default: a free one)"
     )

@@ -19,18 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.report.test_html_browser import chromium
+from tests.report.test_html_browser import FLAGS, chromium
 
-FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-)
 TIMEOUT_S = 60.0
 
 
