@@ -231,6 +231,7 @@ def test_fork_bomb_and_endless_sleep_are_stopped_and_the_run_goes_on(
         timeout_s=3.0,
     )
     bombed = _attempt(isolated_backend, task, bomb)
+    assert bomb.results, f"the bomb never returned: {bombed.outcome} {bombed.reason}"
     assert bomb.results[0].timed_out
     assert "Resource temporarily unavailable" in bomb.seen, "no process limit stopped the bomb"
     assert bombed.outcome is Outcome.failed

@@ -425,7 +425,10 @@ class DockerSandbox:
             return None
         folders = [self.workdir, HOME_DIR, "/tmp", "/var/tmp", PRIVATE_DIR]
         argv = ["timeout", "60", "bash", "-c", DU_SCRIPT, "evalrun-du", *folders]
-        code, stdout, _ = await self._run(argv, "0")
+        try:
+            code, stdout, _ = await self._run(argv, "0")
+        except SandboxError:  # not running right now (a timed-out command's restart): ask again
+            return None
         if code != 0 or not stdout.strip().isdigit():
             return None
         return self._disk.reason(int(stdout.strip()) * 1024)

@@ -226,6 +226,26 @@ def test_a_timeout_spares_a_concurrent_command(engine: DockerBackend):
 
 
 @pytest.mark.docker
+def test_the_disk_watchdog_never_fails_a_sample_while_the_container_restarts(
+    engine: DockerBackend,
+):
+    """A fork bomb's timeout restarts the container (the killer cannot run); the watchdog asking
+    in that moment must ask again later, not end the sample as a harness error."""
+
+    async def body():
+        async with engine.open("restarting") as box:
+            assert box.limit_poll_s is not None, "the watchdog is on by default (disk_mb)"
+            await asyncio.to_thread(box._container.stop, timeout=0)
+            between = await box.over_limit()
+            await asyncio.to_thread(box._container.start)
+            return between, await box.over_limit(), await box.exec("echo alive")
+
+    between, after, alive = asyncio.run(body())
+    assert between is None and after is None
+    assert alive.stdout == "alive\n"
+
+
+@pytest.mark.docker
 def test_container_is_removed_when_the_sample_is_cancelled(engine: DockerBackend):
     async def body():
         opened: list[str] = []
