@@ -8,7 +8,9 @@ time, through the engine's `run_sample`, with the records and logs written to a 
 directory as a run writes them. The backend and its sandboxes are wrapped in thin timing proxies
 that name each call by the step of the sample it belongs to (opening the sandbox, staging the
 setup files, the workspace listings, ending the agent's processes, the verifier's hook, clearing
-planted paths, injecting the hidden verifier, the answer file, the verifier itself, closing).
+planted paths, injecting the hidden verifier, the answer file, the verifier itself, keeping the
+final workspace, closing), and the sample's trajectory.json is written after its record - each
+step a run takes by default (`final_workspaces.keep` within the shipped caps).
 What no proxy saw - the harness's python between the calls - is "python (engine)".
 
 Printed per step: the median seconds per sample on each backend, side by side; then the median
@@ -38,11 +40,14 @@ from hydra.utils import instantiate
 from evalrun.agents.oracle import OracleAgent
 from evalrun.cli.hydra import compose_config
 from evalrun.errors import UsageError
+from evalrun.models.atif import Agent
 from evalrun.models.records import CellKey, Outcome, SampleRecord
 from evalrun.run import workspace_diff
 from evalrun.run.engine import run_sample
+from evalrun.run.final_workspace import KeepCaps, WorkspaceKeeper
 from evalrun.run.trial import Limits
 from evalrun.rundir.store import RunStore
+from evalrun.rundir.trajectory import Session
 from evalrun.sandbox.base import SANDBOX_PATH, SandboxBackend
 from evalrun.tasks.loader import Task, load_suite
 
@@ -60,8 +65,10 @@ STEPS = (
     "inject verifier",
     "answer file",
     "verify",
+    "keep final workspace",
     "close sandbox",
     "logs + record write",
+    "trajectory.json",
     "python (engine)",
 )
 
@@ -118,8 +125,10 @@ class TimedSandbox:
 
     async def exec(self, cmd: Any, **kwargs: Any) -> Any:
         stage = self._steps.stage
-        step = {"setup": "setup.sh", "agent": "agent", "after": "verify"}[stage]
-        if step == "agent" or _is_listing(cmd):  # a listing is timed whole, by `_timed_listing`
+        step = {"setup": "setup.sh", "agent": "agent", "after": "verify", "keep": "keep"}[stage]
+        if step in ("agent", "keep") or _is_listing(
+            cmd
+        ):  # a listing is timed whole, by `_timed_listing`
             return await self._inner.exec(cmd, **kwargs)  # the agent's own time, counted whole
         return await self._timed(step, self._inner.exec(cmd, **kwargs))
 
@@ -170,6 +179,23 @@ class TimedAgent:
             self._steps.add("agent", time.perf_counter() - start)
 
 
+class TimedKeeper:
+    """The run's workspace keeper, its whole `keep` charged to "keep final workspace"."""
+
+    def __init__(self, inner: WorkspaceKeeper, steps: Steps):
+        self._inner = inner
+        self._steps = steps
+
+    async def keep(self, box: Any, key: CellKey, deadline_s: float) -> Any:
+        stage, self._steps.stage = self._steps.stage, "keep"
+        start = time.perf_counter()
+        try:
+            return await self._inner.keep(box, key, deadline_s)
+        finally:
+            self._steps.add("keep final workspace", time.perf_counter() - start)
+            self._steps.stage = stage
+
+
 class TimedBackend:
     """Delegates to a real backend; its sandboxes come wrapped, opening and closing timed."""
 
@@ -194,27 +220,33 @@ class TimedBackend:
             self._steps.add("close sandbox", time.perf_counter() - start)
 
 
-def make_backend(name: str) -> SandboxBackend:
+def make_backend(name: str) -> tuple[SandboxBackend, KeepCaps | None]:
+    """The backend as `evalrun sandbox=<name>` builds it, and the final-workspace caps a run has."""
     cfg = compose_config([f"sandbox={name}"])
     backend = instantiate(cfg.sandbox, keep_workspaces=False)
     backend.preflight()
-    return backend
+    return backend, KeepCaps.of(cfg.final_workspaces)
 
 
 def phases(rec: SampleRecord) -> float:
     return (rec.phases.setup or 0.0) + (rec.phases.agent or 0.0) + (rec.phases.verify or 0.0)
 
 
-async def measure(backend: SandboxBackend, tasks: list[Task], reps: int, store: RunStore):
+async def measure(
+    backend: SandboxBackend, caps: KeepCaps | None, tasks: list[Task], reps: int, store: RunStore
+):
     """Per step, each sample's seconds; and each sample's wall and harness-own seconds."""
     per_step: dict[str, list[float]] = defaultdict(list)
     walls, own = [], []
     limits = Limits(max_retries=0)
+    keeper = None if caps is None else WorkspaceKeeper(store.run_dir, caps)
+    session = Session(Agent(name="oracle", version="bench"), {t.id: t.spec.prompt for t in tasks})
     await run_sample(tasks[0], 0, OracleAgent(), backend, limits, run_id="warm-up")
     for trial in range(reps):
         for task in tasks:
             steps = Steps()
             timed = TimedBackend(backend, steps)
+            kept = None if keeper is None else TimedKeeper(keeper, steps)
 
             def log(key: CellKey, name: str, text: str, steps: Steps = steps) -> None:
                 start = time.perf_counter()
@@ -222,10 +254,14 @@ async def measure(backend: SandboxBackend, tasks: list[Task], reps: int, store: 
                 steps.add("logs + record write", time.perf_counter() - start)
 
             start = time.perf_counter()
-            rec = await run_sample(task, trial, TimedAgent(steps), timed, limits, "bench", log)
+            agent = TimedAgent(steps)
+            rec = await run_sample(task, trial, agent, timed, limits, "bench", log, keeper=kept)
             began = time.perf_counter()
-            store.append(rec)
+            written = store.append(rec)
             steps.add("logs + record write", time.perf_counter() - began)
+            began = time.perf_counter()
+            store.write_trajectory(written, session)
+            steps.add("trajectory.json", time.perf_counter() - began)
             wall = time.perf_counter() - start
             if rec.outcome is not Outcome.passed:
                 raise SystemExit(f"{backend.name}: gold failed on {task.id}: {rec.reason}")
@@ -254,14 +290,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="evalrun-bench-") as scratch:
         for name in args.backends.split(","):
             try:
-                backend = make_backend(name)
+                backend, caps = make_backend(name)
             except UsageError as exc:
                 print(f"{name}: skipped - {exc}\n")
                 continue
             store = RunStore(Path(scratch) / name)
             store.create()
             try:
-                results[name] = asyncio.run(measure(backend, tasks, args.reps, store))
+                results[name] = asyncio.run(measure(backend, caps, tasks, args.reps, store))
             finally:
                 store.close()
     if not results:
