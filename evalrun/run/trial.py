@@ -305,9 +305,10 @@ class Trial:
     async def verify_apart(
         self, box: Sandbox, task: Task, apart: SeparateVerifier, answer: str
     ) -> Verdict:
-        """The task's verifier in a fresh sandbox of its own (`apart.spec`), where only the
-        artifacts of the agent's sandbox `box` arrive (`evalrun.run.artifacts`); that sandbox is
-        removed once the verdict is in. Only after `box.end_agent()`."""
+        """The task's verifier in a fresh sandbox of its own (`apart.spec`; set up as the agent's
+        was when `apart.set_up`), where only the artifacts of the agent's sandbox `box` arrive
+        (`evalrun.run.artifacts`); that sandbox is removed once the verdict is in. Only after
+        `box.end_agent()`. A set-up that fails there is an `error`: not the agent's doing."""
         if self._backend is None:
             raise SandboxError("a separate verifier needs the trial's backend (Trial.run)")
         with tempfile.TemporaryDirectory(prefix="evalrun-artifacts-") as staging:
@@ -316,6 +317,12 @@ class Trial:
                 self._write_log("collect.log", log)
             label = f"{self.key.label}.verifier"
             async with self._backend.open(label, apart.spec) as judge:
+                if apart.set_up:
+                    try:
+                        await task.format.prepare(judge, self.limits.setup_s)
+                    except SetupFailed as exc:
+                        reason = f"the verifier's sandbox could not be set up: {exc}"
+                        return Verdict(Outcome.error, reason, None, "", 0.0)
                 await judge.end_agent()
                 await artifacts.restore(judge, carried)
                 await self.prepare_verifier(judge, task)

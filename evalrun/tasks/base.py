@@ -87,6 +87,33 @@ class McpServer(BaseModel):
         return self
 
 
+class VerifyApart(BaseModel):
+    """task.yaml's `verify_apart`: the verifier runs in a fresh sandbox, set up as the agent's was,
+    into which only the listed `artifacts` of the agent's workspace are carried (after the
+    `collect` commands ran in the agent's sandbox). Nothing else the agent left - processes,
+    files outside the artifacts, changes outside the workspace - reaches the grading."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    artifacts: tuple[str, ...] = Field(
+        default=(".",),
+        min_length=1,
+        description="a list of paths inside the workspace, e.g. [src, notes.txt]",
+    )
+    collect: tuple[str, ...] = Field(
+        default=(), description="a list of shell commands, e.g. ['make dist']"
+    )
+
+    @field_validator("artifacts")
+    @classmethod
+    def _inside_workspace(cls, paths: tuple[str, ...]) -> tuple[str, ...]:
+        for path in paths:
+            normal = os.path.normpath(path)
+            if os.path.isabs(path) or normal == ".." or normal.startswith("../"):
+                raise ValueError(f"{path!r} is not a path inside the workspace")
+        return paths
+
+
 class TaskSpec(BaseModel):
     """What an agent and a report need to know about a task, whatever its format.
 
@@ -114,6 +141,8 @@ class TaskSpec(BaseModel):
     verifier_hardening: bool = Field(default=True, description="true or false")
     # the MCP servers the agent may use (agents that cannot use them skip the task)
     mcp_servers: tuple[McpServer, ...] = ()
+    # the verifier sees only these artifacts, in a fresh sandbox (native tasks; docker)
+    verify_apart: VerifyApart | None = None
 
     @field_validator("prompt")
     @classmethod
@@ -204,12 +233,22 @@ class CollectCommand:
 class SeparateVerifier:
     """A verifier that runs in a fresh sandbox of its own (`spec`), where nothing the agent left
     exists but the `artifacts` (collected after the `collect` commands ran, best effort).
-    `bundled_tests`: the verifier's image already holds its tests; none are copied in."""
+    `bundled_tests`: the verifier's image already holds its tests; none are copied in.
+    `set_up`: the fresh sandbox is first prepared as the agent's was (the format's `prepare`:
+    a native task's setup/), for a task whose environment is files rather than an image."""
 
     spec: SandboxSpec
     artifacts: tuple[Artifact, ...]
     collect: tuple[CollectCommand, ...] = ()
     bundled_tests: bool = False
+    set_up: bool = False
+
+    def cannot_run_on(self, backend: SandboxBackend) -> str | None:
+        """Why `backend` cannot grade this way (None: it can)."""
+        if not backend.copies_out:
+            return "a separate verifier needs sandbox=docker (its artifacts are copied out)"
+        problem = backend.cannot_host(self.spec)
+        return f"its separate verifier: {problem}" if problem else None
 
 
 class StepPlan(Protocol):

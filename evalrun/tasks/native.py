@@ -2,7 +2,7 @@
 
 ```
 NNN-slug/
-  task.yaml        id, prompt, max_steps, difficulty, tags, judges, agent_timeout_s
+  task.yaml        id, prompt, max_steps, difficulty, tags, judges, agent_timeout_s, ...
   setup/           copied verbatim into a fresh workspace; setup/setup.sh runs there, then goes
   verify/          the hidden verifier: verify.sh (required) + helpers, injected after the agent
   solution/        gold overlay (used by `evalrun check` and agent=oracle)
@@ -16,6 +16,10 @@ verifier kit (`_evalrun/verifykit.py`, see `evalrun.verifier.verifykit`): how a 
 the agent's code in a child process and decides in its own. An overlay (solution/, wrong/<name>/,
 tamper/<name>/) is copied over the workspace; if it brings a solve.sh, that runs there and is
 removed, and its stdout is the final answer.
+
+With `verify_apart` in task.yaml, verify.sh runs instead in a fresh sandbox set up from setup/
+as the agent's was, over which only the listed artifacts of the agent's workspace are laid
+(`evalrun.run.artifacts`; docker only, where a sandbox's files can be copied out).
 """
 
 from __future__ import annotations
@@ -39,6 +43,9 @@ from evalrun.models.writable import tail_text
 from evalrun.sandbox.base import DEFAULT_SPEC, ExecResult, Sandbox, SandboxBackend, SandboxSpec
 from evalrun.tasks import lint, taskfile
 from evalrun.tasks.base import (
+    Artifact,
+    CollectCommand,
+    SeparateVerifier,
     SetupFailed,
     StepPlan,
     TaskSpec,
@@ -111,7 +118,18 @@ def load(folder: Path) -> tuple[TaskSpec, NativeFormat]:
             layout.verify_script, "missing: the verifier verify/verify.sh is required"
         )
     lint.refuse(static_faults(layout))
-    return spec, NativeFormat(layout)
+    return spec, NativeFormat(layout, separate_verifier=_apart(spec))
+
+
+def _apart(spec: TaskSpec) -> SeparateVerifier | None:
+    """task.yaml's `verify_apart` as the engine runs it: a fresh sandbox like the agent's, set
+    up from setup/, that gets the artifacts (paths of the workspace) once `collect` ran."""
+    apart = spec.verify_apart
+    if apart is None:
+        return None
+    artifacts = tuple(Artifact(posixpath.normpath(path)) for path in apart.artifacts)
+    collect = tuple(CollectCommand(command) for command in apart.collect)
+    return SeparateVerifier(DEFAULT_SPEC, artifacts, collect, set_up=True)
 
 
 def shell_scripts(layout: TaskLayout) -> list[Path]:
@@ -207,12 +225,13 @@ class NativeFormat:
     name: str = "evalrun"
     sandbox_spec: SandboxSpec = DEFAULT_SPEC
     step_plan: StepPlan | None = None
-    separate_verifier: None = None
+    separate_verifier: SeparateVerifier | None = None
     warnings: tuple[str, ...] = ()
     kept_fields: Mapping[str, Any] = field(default_factory=dict)
 
     def cannot_run_on(self, backend: SandboxBackend) -> str | None:
-        return None
+        apart = self.separate_verifier
+        return None if apart is None else apart.cannot_run_on(backend)
 
     def wrong_overlays(self) -> list[Path]:
         return self.layout.wrong_dirs

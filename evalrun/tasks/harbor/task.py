@@ -197,10 +197,8 @@ class HarborFormat:
         if self.unsupported:
             return f"uses what evalrun cannot provide: {'; '.join(self.unsupported)}"
         apart = self.separate_verifier
-        if apart is not None and not backend.copies_out:
-            return "a separate verifier needs sandbox=docker (its artifacts are copied out)"
-        if apart is not None and (problem := backend.cannot_host(apart.spec)):
-            return f"its separate verifier: {problem}"
+        if apart is not None and (problem := apart.cannot_run_on(backend)):
+            return problem
         if self.sandbox_spec.is_default:
             return None
         return backend.cannot_host(self.sandbox_spec)
