@@ -172,9 +172,7 @@ def plan_regrade(source: RunLog, cfg: DictConfig, given: list[str], run_dir: Pat
     check_numbers(cfg)
     ours = resolved_dict(cfg)
     config = copy.deepcopy(source.config)
-    for knob in KNOBS:
-        if knob not in config:
-            config[knob] = ours[knob]
+    config |= {knob: ours[knob] for knob in KNOBS if knob not in config}
     for key in (override_name(o) for o in given if "=" in o):
         if key.split(".")[0] not in KNOBS:
             continue
