@@ -399,10 +399,7 @@ def _regrade(plan: RegradePlan, console: Console, overrides: list[str]) -> int:
 
     with RunLock(plan.run_dir, "regrade"):
         store = RunStore(plan.run_dir)
-        store.create()
-        store.write_config(plan.config)
-        store.write_overrides(overrides)
-        store.write_plan(plan.to_plan_file())
+        store.begin(plan.config, overrides, plan.to_plan_file())
         tasks = {t.id: t for t in plan.tasks}
         for record in plan.not_kept:
             store.append(not_regraded(plan, record, tasks[record.task_id]))

@@ -163,6 +163,11 @@ def warn_unscrubbed(plan: RunPlan, console: Console) -> None:
 
 
 def _run_plan(plan: RunPlan, console: Console, overrides: list[str] | None) -> int:
+    # what a run needs beyond a dry run, imported when one starts (bench/startup.py)
+    from evalrun.report.files import write_reports
+    from evalrun.report.terminal import render
+    from evalrun.rundir.log import RunLog
+
     plan.backend.preflight()
     plan.agent.preflight()
     plan.judge.preflight()
@@ -170,52 +175,31 @@ def _run_plan(plan: RunPlan, console: Console, overrides: list[str] | None) -> i
     warn_unscrubbed(plan, console)
     with plan.agent.prepared(plan.backend) as scope:  # installs, the model gateway: run-long
         plan = without_unhostable(plan, scope)
-        return _execute_and_report(plan, console, overrides, scope)
+        store = RunStore(plan.run_dir, plan.secrets)
+        store.begin(plan.config, overrides, plan.to_plan_file())
+        log = RunLog.open(plan.run_dir)
+        done = set(log.recorded_cells()) & plan.cell_keys()
+        todo = [(t, i) for t, i in plan.cells if CellKey.of(t, i) not in done]
+        if done:
+            console.print(
+                f"resuming {plan.run_dir}: {len(done)} samples already recorded, {len(todo)} to run"
+            )
+        plan.tracker.start(plan)
+        signum = _run_samples(plan, todo, store, scope, console)
 
+        summary = log.summarize()
+        store.write_summary(summary)
+        report_files = write_reports(plan.run_dir)  # report.html, junit.xml
+        plan.tracker.finish(summary)
+        records = log.planned(log.records())  # in plan order, for the reasons and the probes
+        render(summary, plan.run_dir, console, records, plan.tasks_source)
+        if plan.suite is SuiteKind.probes:  # each expectation's pass rate per probe, probes.json
+            from evalrun.report.probes import report_expectations
 
-def _execute_and_report(
-    plan: RunPlan, console: Console, overrides: list[str] | None, scope: RunScope
-) -> int:
-    # what a run needs beyond a dry run, imported when one starts (bench/startup.py)
-    from evalrun.report.files import write_reports
-    from evalrun.report.terminal import render
-    from evalrun.rundir.log import RunLog
-
-    store = _open_store(plan, overrides)
-    log = RunLog.open(plan.run_dir)
-    done = set(log.recorded_cells()) & plan.cell_keys()
-    todo = [(t, i) for t, i in plan.cells if CellKey.of(t, i) not in done]
-    if done:
-        console.print(
-            f"resuming {plan.run_dir}: {len(done)} samples already recorded, {len(todo)} to run"
-        )
-    plan.tracker.start(plan)
-    signum = _run_samples(plan, todo, store, scope, console)
-
-    summary = log.summarize()
-    store.write_summary(summary)
-    report_files = write_reports(plan.run_dir)  # report.html, junit.xml
-    plan.tracker.finish(summary)
-    records = log.planned(log.records())  # in plan order, for the reasons and the probes
-    render(summary, plan.run_dir, console, records, plan.tasks_source)
-    if plan.suite is SuiteKind.probes:  # each expectation's pass rate per probe, and probes.json
-        from evalrun.report.probes import report_expectations
-
-        report_expectations(plan.run_dir, records, console)
-    console.print(f"report: {report_files[0]}", soft_wrap=True)
-    say_skipped(plan.skipped, console)
-    return _exit_code(plan, summary, signum, scope.stop_reason(), console)
-
-
-def _open_store(plan: RunPlan, overrides: list[str] | None) -> RunStore:
-    """The run directory's store, with the config, the overrides and the plan written."""
-    store = RunStore(plan.run_dir, plan.secrets)
-    store.create()
-    store.write_config(plan.config)
-    if overrides is not None:
-        store.write_overrides(overrides)
-    store.write_plan(plan.to_plan_file())
-    return store
+            report_expectations(plan.run_dir, records, console)
+        console.print(f"report: {report_files[0]}", soft_wrap=True)
+        say_skipped(plan.skipped, console)
+        return _exit_code(plan, summary, signum, scope.stop_reason(), console)
 
 
 def _run_samples(
