@@ -9,6 +9,8 @@ import asyncio
 import shlex
 import signal
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -120,21 +122,19 @@ def run(cfg: DictConfig, console: Console | None = None, overrides: list[str] | 
     if claimed:
         plan = with_run_dir(plan, claim_new_run_dir(plan.run_dir))
     existed = plan.run_dir.exists() and not claimed
-    previous = exit_on_stop_signals(plan.backend)
     try:
-        with RunLock(plan.run_dir, "run"):
+        with exiting_on_stop_signals(plan.backend), RunLock(plan.run_dir, "run"):
             return _run_plan(plan, console, overrides)
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
         if not existed:
             remove_if_unused(plan.run_dir)  # refused before it wrote anything
 
 
-def exit_on_stop_signals(backend: SandboxBackend) -> dict[signal.Signals, Any]:
-    """Make Ctrl-C, SIGTERM and SIGHUP leave at once (no traceback, the signal's exit status);
-    return the handlers this replaced (none off the main thread; an ignored signal, as under
-    `nohup`, stays ignored)."""
+@contextmanager
+def exiting_on_stop_signals(backend: SandboxBackend) -> Iterator[None]:
+    """Within it, Ctrl-C, SIGTERM and SIGHUP leave at once (no traceback, the signal's exit
+    status); the handlers this replaced are put back on the way out (none off the main thread;
+    an ignored signal, as under `nohup`, stays ignored)."""
 
     def handler(signum: int, frame: object) -> None:
         word = stopped_by(signum)
@@ -150,7 +150,11 @@ def exit_on_stop_signals(backend: SandboxBackend) -> dict[signal.Signals, Any]:
         except ValueError:  # not the main thread
             break
         replaced[signum] = previous
-    return replaced
+    try:
+        yield
+    finally:
+        for signum, previous in replaced.items():
+            signal.signal(signum, previous)
 
 
 def warn_unscrubbed(plan: RunPlan, console: Console) -> None:
