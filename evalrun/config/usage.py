@@ -231,11 +231,7 @@ def from_hydra(exc: BaseException) -> UsageError:
             f"{arg}: a comma-separated value is a sweep; for a list write {key}=[{value}]",
             hint=f"to run once per value: evalrun -m {arg}",
         )
-    cause = exc.__cause__
-    translated = _from_omegaconf(cause if cause is not None else exc)
-    if translated is not None:
-        return translated
-    return UsageError(_first_line(exc))
+    return _from_omegaconf(exc.__cause__ or exc) or UsageError(_first_line(exc))
 
 
 def _parse_reason(message: str) -> str:
