@@ -40,15 +40,11 @@ def _policy(
         retry = tenacity.retry_if_result(on_result)
     if on_error:
         retry = retry | tenacity.retry_if_exception_type(Exception)
-    stop: Any = tenacity.stop_after_attempt(max(1, tries))
-    if give_up is not None:
-        stopped = give_up
+    out_of_tries = tenacity.stop_after_attempt(max(1, tries))
 
-        class _GiveUp(tenacity.stop.stop_base):
-            def __call__(self, retry_state: RetryCallState) -> bool:
-                return stopped()
+    def stop(state: RetryCallState) -> bool:
+        return out_of_tries(state) or (give_up is not None and give_up())
 
-        stop = stop | _GiveUp()
     cap = {} if max_wait_s is None else {"max": max_wait_s}
     wait: Any = tenacity.wait_exponential(multiplier=backoff_s, exp_base=2, min=0, **cap)
     if waits is not None:
@@ -77,8 +73,9 @@ def retrying(
     """A synchronous retryer: `retrying(...)(fn, *args)` (see the module docstring)."""
     import tenacity
 
-    policy = _policy(tries, backoff_s, on_result, on_error, give_up, waits, max_wait_s)
-    return tenacity.Retrying(**policy)
+    return tenacity.Retrying(
+        **_policy(tries, backoff_s, on_result, on_error, give_up, waits, max_wait_s)
+    )
 
 
 def async_retrying(

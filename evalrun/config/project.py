@@ -81,11 +81,10 @@ class SearchPathEntry:
 def search_path(cfg: Any) -> list[SearchPathEntry]:
     """The search path a config was composed with (`compose(..., return_hydra_config=True)`),
     in Hydra's order: the first entry holding `<group>/<option>.yaml` wins."""
-    entries = []
-    for source in cfg.hydra.runtime.config_sources:
-        url = f"{source.schema}://{source.path}"
-        entries.append(SearchPathEntry(source.provider, url, _folder(source.schema, source.path)))
-    return entries
+    return [
+        SearchPathEntry(s.provider, f"{s.schema}://{s.path}", _folder(s.schema, s.path))
+        for s in cfg.hydra.runtime.config_sources
+    ]
 
 
 def _folder(schema: str, path: str) -> Path | None:

@@ -82,9 +82,7 @@ def group_choices(group: str, offered: Sequence[str] | None = None) -> list[str]
     """A config group's options as a person picks them: the default first, then the others
     alphabetically; typed schemas left out. `offered`: the options Hydra listed (it knows a
     project's search path), else the group folders'."""
-    names = list(offered) if offered is not None else []
-    if offered is None:
-        names = group_options(option_folders()).get(group, [])
+    names = list(offered) if offered is not None else group_options(option_folders()).get(group, [])
     default = None
     with suppress(Exception):  # the defaults may not compose: then no default goes first
         default = dict(_compose_defaults().hydra.runtime.choices).get(group)
@@ -233,11 +231,7 @@ def from_hydra(exc: BaseException) -> UsageError:
             f"{arg}: a comma-separated value is a sweep; for a list write {key}=[{value}]",
             hint=f"to run once per value: evalrun -m {arg}",
         )
-    cause = exc.__cause__
-    translated = _from_omegaconf(cause if cause is not None else exc)
-    if translated is not None:
-        return translated
-    return UsageError(_first_line(exc))
+    return _from_omegaconf(exc.__cause__ or exc) or UsageError(_first_line(exc))
 
 
 def _parse_reason(message: str) -> str:

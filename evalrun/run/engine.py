@@ -112,13 +112,8 @@ async def execute(
     `stop_reason()` (the agent's run budget) is asked before each sample starts: once it says why,
     no further sample starts and those cells get no record (a resume runs them).
     """
-    agent, backend, limits, run_id, judge = (
-        batch.agent,
-        batch.backend,
-        batch.limits,
-        batch.run_id,
-        batch.judge,
-    )
+    agent, backend, limits = batch.agent, batch.backend, batch.limits
+    run_id, judge = batch.run_id, batch.judge
     gate = asyncio.Semaphore(max(1, batch.concurrency))
 
     async def one(task: Task, trial: int) -> None:

@@ -49,9 +49,6 @@ if TYPE_CHECKING:
     from evalrun.models.summary import Summary
     from evalrun.tasks.remote import Resolved
 
-BUNDLED_TASKS = TASKS_DIR
-BUNDLED_PROBES = PROBES_DIR
-
 
 # --- trackers: sinks for a run's records beside the local store (`tracker=<name>`) -----------
 # A tracker failing must never lose a run: the local store has it all. `tracker=opik` lives in
@@ -274,7 +271,7 @@ def resolve_tasks_dir(value: str | None, tasks_ref: TasksRefConf | None = None) 
     from evalrun.tasks.remote import Resolved, resolve  # here: a run of a folder never pays
 
     if value in (None, ""):
-        return Resolved(BUNDLED_TASKS)
+        return Resolved(TASKS_DIR)
     resolved = resolve(str(value), tasks_ref or TasksRefConf())
     for note in resolved.notes:
         make_console(stderr=True, soft_wrap=True).print(styled("[yellow]note:[/]"), note)
@@ -309,7 +306,7 @@ def load_for_suite(
         from evalrun.probes.format import load_probes
 
         if not tasks_dir:
-            return Suite(BUNDLED_PROBES, load_probes(BUNDLED_PROBES))
+            return Suite(PROBES_DIR, load_probes(PROBES_DIR))
         resolved = resolve_tasks_dir(tasks_dir, tasks_ref)
         return Suite(resolved.folder, load_probes(resolved.folder), source=resolved.source)
     resolved = resolve_tasks_dir(tasks_dir, tasks_ref)

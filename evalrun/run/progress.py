@@ -67,8 +67,7 @@ class RunProgress:
         per = self._per_task.setdefault(record.task_id, Counter())
         per[record.outcome] += 1
         if self._bar:
-            colour = self.colour()
-            self._column.complete_style = self._column.finished_style = colour
+            self._column.complete_style = self._column.finished_style = self.colour()
             self._bar.update(self._task, advance=1, counts=self._counts())
             return
         self._left[record.task_id] = self._left.get(record.task_id, 1) - 1

@@ -58,7 +58,7 @@ from evalrun.models.records import (
 from evalrun.run.engine import STOP_SIGNALS, Batch, execute, stopped_by
 from evalrun.run.final_workspace import unpack
 from evalrun.run.plan import check_numbers, instantiate_group, load_for_suite, planned_task
-from evalrun.run.runner import exit_on_stop_signals
+from evalrun.run.runner import exiting_on_stop_signals
 from evalrun.run.trial import Limits, LogSink, Trial, Turn
 from evalrun.rundir.log import RunLog
 from evalrun.rundir.provenance import reproduction_info
@@ -172,9 +172,7 @@ def plan_regrade(source: RunLog, cfg: DictConfig, given: list[str], run_dir: Pat
     check_numbers(cfg)
     ours = resolved_dict(cfg)
     config = copy.deepcopy(source.config)
-    for knob in KNOBS:
-        if knob not in config:
-            config[knob] = ours[knob]
+    config |= {knob: ours[knob] for knob in KNOBS if knob not in config}
     for key in (override_name(o) for o in given if "=" in o):
         if key.split(".")[0] not in KNOBS:
             continue
@@ -386,12 +384,10 @@ def run_regrade(plan: RegradePlan, console: Console, overrides: list[str]) -> in
     plan.backend.preflight()
     run_dir = claim_new_run_dir(plan.run_dir)
     plan = replace(plan, run_dir=run_dir, config={**plan.config, "run_dir": str(run_dir)})
-    previous = exit_on_stop_signals(plan.backend)
     try:
-        return _regrade(plan, console, overrides)
+        with exiting_on_stop_signals(plan.backend):
+            return _regrade(plan, console, overrides)
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
         remove_if_unused(run_dir)
 
 
@@ -401,10 +397,7 @@ def _regrade(plan: RegradePlan, console: Console, overrides: list[str]) -> int:
 
     with RunLock(plan.run_dir, "regrade"):
         store = RunStore(plan.run_dir)
-        store.create()
-        store.write_config(plan.config)
-        store.write_overrides(overrides)
-        store.write_plan(plan.to_plan_file())
+        store.begin(plan.config, overrides, plan.to_plan_file())
         tasks = {t.id: t for t in plan.tasks}
         for record in plan.not_kept:
             store.append(not_regraded(plan, record, tasks[record.task_id]))

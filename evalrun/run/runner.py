@@ -9,6 +9,8 @@ import asyncio
 import shlex
 import signal
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -120,21 +122,19 @@ def run(cfg: DictConfig, console: Console | None = None, overrides: list[str] | 
     if claimed:
         plan = with_run_dir(plan, claim_new_run_dir(plan.run_dir))
     existed = plan.run_dir.exists() and not claimed
-    previous = exit_on_stop_signals(plan.backend)
     try:
-        with RunLock(plan.run_dir, "run"):
+        with exiting_on_stop_signals(plan.backend), RunLock(plan.run_dir, "run"):
             return _run_plan(plan, console, overrides)
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
         if not existed:
             remove_if_unused(plan.run_dir)  # refused before it wrote anything
 
 
-def exit_on_stop_signals(backend: SandboxBackend) -> dict[signal.Signals, Any]:
-    """Make Ctrl-C, SIGTERM and SIGHUP leave at once (no traceback, the signal's exit status);
-    return the handlers this replaced (none off the main thread; an ignored signal, as under
-    `nohup`, stays ignored)."""
+@contextmanager
+def exiting_on_stop_signals(backend: SandboxBackend) -> Iterator[None]:
+    """Within it, Ctrl-C, SIGTERM and SIGHUP leave at once (no traceback, the signal's exit
+    status); the handlers this replaced are put back on the way out (none off the main thread;
+    an ignored signal, as under `nohup`, stays ignored)."""
 
     def handler(signum: int, frame: object) -> None:
         word = stopped_by(signum)
@@ -150,7 +150,11 @@ def exit_on_stop_signals(backend: SandboxBackend) -> dict[signal.Signals, Any]:
         except ValueError:  # not the main thread
             break
         replaced[signum] = previous
-    return replaced
+    try:
+        yield
+    finally:
+        for signum, previous in replaced.items():
+            signal.signal(signum, previous)
 
 
 def warn_unscrubbed(plan: RunPlan, console: Console) -> None:
@@ -163,6 +167,11 @@ def warn_unscrubbed(plan: RunPlan, console: Console) -> None:
 
 
 def _run_plan(plan: RunPlan, console: Console, overrides: list[str] | None) -> int:
+    # what a run needs beyond a dry run, imported when one starts (bench/startup.py)
+    from evalrun.report.files import write_reports
+    from evalrun.report.terminal import render
+    from evalrun.rundir.log import RunLog
+
     plan.backend.preflight()
     plan.agent.preflight()
     plan.judge.preflight()
@@ -170,52 +179,31 @@ def _run_plan(plan: RunPlan, console: Console, overrides: list[str] | None) -> i
     warn_unscrubbed(plan, console)
     with plan.agent.prepared(plan.backend) as scope:  # installs, the model gateway: run-long
         plan = without_unhostable(plan, scope)
-        return _execute_and_report(plan, console, overrides, scope)
+        store = RunStore(plan.run_dir, plan.secrets)
+        store.begin(plan.config, overrides, plan.to_plan_file())
+        log = RunLog.open(plan.run_dir)
+        done = set(log.recorded_cells()) & plan.cell_keys()
+        todo = [(t, i) for t, i in plan.cells if CellKey.of(t, i) not in done]
+        if done:
+            console.print(
+                f"resuming {plan.run_dir}: {len(done)} samples already recorded, {len(todo)} to run"
+            )
+        plan.tracker.start(plan)
+        signum = _run_samples(plan, todo, store, scope, console)
 
+        summary = log.summarize()
+        store.write_summary(summary)
+        report_files = write_reports(plan.run_dir)  # report.html, junit.xml
+        plan.tracker.finish(summary)
+        records = log.planned(log.records())  # in plan order, for the reasons and the probes
+        render(summary, plan.run_dir, console, records, plan.tasks_source)
+        if plan.suite is SuiteKind.probes:  # each expectation's pass rate per probe, probes.json
+            from evalrun.report.probes import report_expectations
 
-def _execute_and_report(
-    plan: RunPlan, console: Console, overrides: list[str] | None, scope: RunScope
-) -> int:
-    # what a run needs beyond a dry run, imported when one starts (bench/startup.py)
-    from evalrun.report.files import write_reports
-    from evalrun.report.terminal import render
-    from evalrun.rundir.log import RunLog
-
-    store = _open_store(plan, overrides)
-    log = RunLog.open(plan.run_dir)
-    done = set(log.recorded_cells()) & plan.cell_keys()
-    todo = [(t, i) for t, i in plan.cells if CellKey.of(t, i) not in done]
-    if done:
-        console.print(
-            f"resuming {plan.run_dir}: {len(done)} samples already recorded, {len(todo)} to run"
-        )
-    plan.tracker.start(plan)
-    signum = _run_samples(plan, todo, store, scope, console)
-
-    summary = log.summarize()
-    store.write_summary(summary)
-    report_files = write_reports(plan.run_dir)  # report.html, junit.xml
-    plan.tracker.finish(summary)
-    records = log.planned(log.records())  # in plan order, for the reasons and the probes
-    render(summary, plan.run_dir, console, records, plan.tasks_source)
-    if plan.suite is SuiteKind.probes:  # each expectation's pass rate per probe, and probes.json
-        from evalrun.report.probes import report_expectations
-
-        report_expectations(plan.run_dir, records, console)
-    console.print(f"report: {report_files[0]}", soft_wrap=True)
-    say_skipped(plan.skipped, console)
-    return _exit_code(plan, summary, signum, scope.stop_reason(), console)
-
-
-def _open_store(plan: RunPlan, overrides: list[str] | None) -> RunStore:
-    """The run directory's store, with the config, the overrides and the plan written."""
-    store = RunStore(plan.run_dir, plan.secrets)
-    store.create()
-    store.write_config(plan.config)
-    if overrides is not None:
-        store.write_overrides(overrides)
-    store.write_plan(plan.to_plan_file())
-    return store
+            report_expectations(plan.run_dir, records, console)
+        console.print(f"report: {report_files[0]}", soft_wrap=True)
+        say_skipped(plan.skipped, console)
+        return _exit_code(plan, summary, signum, scope.stop_reason(), console)
 
 
 def _run_samples(

@@ -339,7 +339,7 @@ async def changes_since(box: Sandbox, before: Snapshot) -> WorkspaceDiff:
         if after.skipped:
             return WorkspaceDiff(skipped=after.skipped)
         paths = sorted(set(before.files) | set(after.files))
-        changed = [p for p in paths if _differs(p, before, after)]
+        changed = [p for p in paths if before.files.get(p) != after.files.get(p)]
         texts = [p for p in changed if p in after.files and after.files[p].text]
         new_texts: dict[str, str | None] = {p: after.texts[p] for p in texts if p in after.texts}
         wanted = [p for p in texts if p not in new_texts][:CHANGED_MAX]  # over the text budget
@@ -348,11 +348,6 @@ async def changes_since(box: Sandbox, before: Snapshot) -> WorkspaceDiff:
     except Exception as exc:
         return WorkspaceDiff(skipped=str(exc) or type(exc).__name__)
     return compare(before, after, changed, new_texts)
-
-
-def _differs(path: str, before: Snapshot, after: Snapshot) -> bool:
-    old, new = before.files.get(path), after.files.get(path)
-    return old is None or new is None or old != new
 
 
 def compare(

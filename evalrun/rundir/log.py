@@ -105,11 +105,7 @@ class RunLog(BaseModel):
         config_text = _read_text(run_dir / CONFIG_FILE)
         config = _read_yaml(run_dir / CONFIG_FILE, config_text)
         overrides_path = run_dir / OVERRIDES_FILE
-        overrides = (
-            _read_yaml(overrides_path, _read_text(overrides_path))
-            if overrides_path.is_file()
-            else None
-        )
+        overrides = _read_yaml(overrides_path) if overrides_path.is_file() else None
         summary_path = run_dir / SUMMARY_FILE
         saved = (
             _read_model(summary_path, Summary, SUMMARY_SCHEMA) if summary_path.is_file() else None
@@ -363,9 +359,10 @@ def _read_text(path: Path) -> str:
         raise UsageError(f"{path}: not readable ({exc})") from exc
 
 
-def _read_yaml(path: Path, text: str) -> Any:
+def _read_yaml(path: Path, text: str | None = None) -> Any:
+    """The YAML file at `path` (`text`: its content, when read already)."""
     try:
-        return yamlio.safe_load(text)
+        return yamlio.safe_load(_read_text(path) if text is None else text)
     except yaml.YAMLError as exc:
         raise UsageError(f"{path}: not readable YAML ({exc})") from exc
 

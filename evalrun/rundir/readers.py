@@ -20,6 +20,7 @@ from evalrun.errors import ExitCode, UsageError
 from evalrun.models.summary import Summary
 from evalrun.models.sweep import JobGate, SweepFile
 from evalrun.rundir.log import RunLog, read_summary, sweep_jobs
+from evalrun.rundir.redact import override_name
 
 
 def read_side(run_dir: str | Path) -> RunSide:
@@ -54,7 +55,8 @@ def load_jobs(sweep_dir: Path) -> list[Job]:
             run = RunLog.open(folder)
         except UsageError as exc:
             raise UsageError(f"sweep: {exc}") from exc
-        job = Job(int(folder.name), folder, _override_pairs(run.overrides), None)
+        pairs = {override_name(o): o.partition("=")[2] for o in run.overrides if "=" in o}
+        job = Job(int(folder.name), folder, pairs, None)
         if run.ended:
             job.records = list(run.records())
             job.summary = run.summary(run.planned(job.records))
@@ -68,15 +70,6 @@ def write_sweep_summary(sweep_dir: Path) -> SweepFile:
     sweep = summarize_sweep(sweep_dir, load_jobs(sweep_dir))
     (Path(sweep_dir) / SWEEP_FILE).write_text(json.dumps(sweep.to_json(), indent=2) + "\n")
     return sweep
-
-
-def _override_pairs(overrides: list[str]) -> dict[str, str]:
-    pairs = {}
-    for item in overrides:
-        key, sep, value = item.partition("=")
-        if sep:
-            pairs[key.lstrip("+~")] = value
-    return pairs
 
 
 def _gate(run: RunLog, summary: Summary) -> JobGate | None:

@@ -88,6 +88,15 @@ class RunStore:
     def create(self) -> None:
         self.run_dir.mkdir(parents=True, exist_ok=True)
 
+    def begin(self, config: dict[str, Any], overrides: list[str] | None, plan: PlanFile) -> None:
+        """Create the directory and write what precedes the first sample: config.yaml,
+        overrides.yaml (None: not written) and plan.json."""
+        self.create()
+        self.write_config(config)
+        if overrides is not None:
+            self.write_overrides(overrides)
+        self.write_plan(plan)
+
     def write_json(self, name: str, data: Any) -> Path:
         path = self.run_dir / name
         tmp = path.with_suffix(path.suffix + ".tmp")

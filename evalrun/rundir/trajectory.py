@@ -86,8 +86,7 @@ def trajectory_of(record: SampleRecord, session: Session) -> Trajectory:
             return _with_evalrun(Trajectory.model_validate(imported), record, session)
         except ValidationError as exc:  # cut down by the record's bounds: evalrun's own view
             note = f"the agent's own ATIF could not be kept: {str(exc).splitlines()[0]}"
-            built = _built(record, session)
-            return built.model_copy(update={"notes": note})
+            return _built(record, session).model_copy(update={"notes": note})
     return _built(record, session)
 
 

@@ -15,6 +15,7 @@ import pytest
 import yaml
 from rich.console import Console
 
+from evalrun.bundled import PROBES_DIR as BUNDLED_PROBES
 from evalrun.cli.hydra import compose_config
 from evalrun.errors import TaskFormatError, UsageError
 from evalrun.honesty.probes import check_probes
@@ -24,7 +25,7 @@ from evalrun.probes.evidence import RecordingAgent
 from evalrun.probes.format import load_probe, load_probes
 from evalrun.probes.replay import ReplayAgent
 from evalrun.run.engine import run_sample
-from evalrun.run.plan import BUNDLED_PROBES, build
+from evalrun.run.plan import build
 from evalrun.run.runner import run
 from evalrun.run.trial import Limits
 from evalrun.rundir.log import RunLog

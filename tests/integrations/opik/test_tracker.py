@@ -280,7 +280,8 @@ def test_sync_upserts_the_suite_dataset_once(suite, standin, capsys):
 
 
 def test_sync_without_a_suite_upserts_the_bundled_tasks_and_probes(standin, capsys):
-    from evalrun.run.plan import BUNDLED_PROBES, BUNDLED_TASKS
+    from evalrun.bundled import PROBES_DIR as BUNDLED_PROBES
+    from evalrun.bundled import TASKS_DIR as BUNDLED_TASKS
 
     assert cli("sync") == 0
     out = capsys.readouterr().out
