@@ -96,22 +96,16 @@ def step_view(step: ToolCall) -> Step:
     return view
 
 
+# a diff line's CSS class by how it starts; "+++" and "---" name a file, so they come first
+_PATCH_KINDS = {"+++": "file", "---": "file", "# ": "file", "@@": "hunk", "+": "add", "-": "del"}
+
+
 def patch_lines(changes: WorkspaceDiff) -> list[tuple[str, str]]:
     """The sample's unified diff, each line with its CSS class (add, del, hunk, file)."""
-    out = []
-    for line in capped(changes.patch()).splitlines():
-        if line.startswith(("+++", "---", "# ")):
-            kind = "file"
-        elif line.startswith("@@"):
-            kind = "hunk"
-        elif line.startswith("+"):
-            kind = "add"
-        elif line.startswith("-"):
-            kind = "del"
-        else:
-            kind = ""
-        out.append((kind, line))
-    return out
+    return [
+        (next((kind for start, kind in _PATCH_KINDS.items() if line.startswith(start)), ""), line)
+        for line in capped(changes.patch()).splitlines()
+    ]
 
 
 def sample_view(run: RunFiles, index: int, rec: SampleRecord) -> dict[str, Any]:
@@ -249,18 +243,13 @@ def plots(run: RunFiles) -> tuple[list[Any], bool]:
     s = run.summary
     series = [
         Series(
-            "pass@k",
-            [(k, s.overall.pass_at.get(k)) for k in s.ks],
-            PALETTE[0],
-            band=band(s.overall, PASS_AT, s.ks),
-        ),
-        Series(
-            "pass^k",
-            [(k, s.overall.pass_hat.get(k)) for k in s.ks],
-            PALETTE[1],
-            True,
-            band=band(s.overall, PASS_HAT, s.ks),
-        ),
+            f"{base}k",
+            [(k, s.overall.value(base, k)) for k in s.ks],
+            PALETTE[i],
+            dashed=i == 1,
+            band=band(s.overall, base, s.ks),
+        )
+        for i, base in enumerate((PASS_AT, PASS_HAT))
     ]
     for i, (name, group) in enumerate(s.by_difficulty.items()):
         points = [(k, group.pass_at.get(k)) for k in s.ks]

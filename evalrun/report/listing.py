@@ -156,19 +156,13 @@ def list_runs(root: Path, cache: RowCache | None = None) -> list[RunRow]:
     return sorted(rows, key=lambda r: r.when, reverse=True)
 
 
+RIGHT_ALIGNED = ("tasks x trials", "pass@1", "cost")  # columns of `runs_table` holding figures
+
+
 def runs_table(rows: list[RunRow], root: Path) -> Table:
     table = Table(title=f"Runs in {root}", header_style="bold")
-    for name, justify in (
-        ("when", "left"),
-        ("run", "left"),
-        ("agent", "left"),
-        ("sandbox", "left"),
-        ("tasks x trials", "right"),
-        ("pass@1", "right"),
-        ("cost", "right"),
-        ("status", "left"),
-    ):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for name in ("when", "run", "agent", "sandbox", "tasks x trials", "pass@1", "cost", "status"):
+        table.add_column(name, justify="right" if name in RIGHT_ALIGNED else "left")
     for r in rows:
         try:
             shown = r.run_dir.relative_to(root)
