@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from omegaconf import open_dict
 
+from evalrun.analysis.configdiff import under
 from evalrun.cli.usage import print_error
 from evalrun.config.project import locate_config, project_above
 from evalrun.config.schema import CONF_DIR, register_configs
@@ -48,7 +49,7 @@ def open_mapping_overrides(args: list[str]) -> list[str]:
 
     def opens_a_mapping(arg: str) -> bool:
         key, equals, _ = arg.partition("=")
-        return bool(equals) and any(key == m or key.startswith(m + ".") for m in OPEN_MAPPINGS)
+        return bool(equals) and under(key, OPEN_MAPPINGS)
 
     return [f"++{arg}" if opens_a_mapping(arg) else arg for arg in args]
 
