@@ -199,7 +199,6 @@ def summarize(
     passes = sum(r.outcome is Outcome.passed for r in scored)
     priced = [r.agent.usage.cost_usd for r in all_recs if r.agent.usage.cost_usd is not None]
     total = sum(priced)
-    total_cost = total if priced else None
     return Summary(
         run_id=run_id,
         samples=len(all_recs),
@@ -216,7 +215,7 @@ def summarize(
             for p, vals in phase_values.items()
         },
         cost=CostStats(
-            total_usd=total_cost,
+            total_usd=total if priced else None,
             per_sample_usd=total / len(priced) if priced else None,
             per_success_usd=(total / passes) if priced and passes else None,
             priced_samples=len(priced),
