@@ -175,16 +175,13 @@ def summarize(
     records: Iterable[AnySample], task_meta: dict[str, dict], *, run_id: str, trials: int
 ) -> Summary:
     """Summarise records. `task_meta` maps task id -> {difficulty, tags} for every planned task."""
+    all_recs = list(records)
     by_task: dict[str, list[AnySample]] = defaultdict(list)
-    phase_values: dict[str, list[float]] = {p: [] for p in PHASES}
-    all_recs: list[AnySample] = []
-    for rec in records:
+    for rec in all_recs:
         by_task[rec.task_id].append(rec)
-        all_recs.append(rec)
-        for phase in PHASES:
-            value = getattr(rec.phases, phase)
-            if value is not None:
-                phase_values[phase].append(value)
+    phase_values: dict[str, list[float]] = {
+        p: [v for r in all_recs if (v := getattr(r.phases, p)) is not None] for p in PHASES
+    }
     ks = list(range(1, max(trials, 1) + 1))
     ids = sorted(set(task_meta) | set(by_task))
     stats = [_task_stats(t, task_meta.get(t, {}), by_task.get(t, []), ks) for t in ids]

@@ -108,7 +108,7 @@ def patch_lines(changes: WorkspaceDiff) -> list[tuple[str, str]]:
     ]
 
 
-def sample_view(run: RunFiles, index: int, rec: SampleRecord) -> dict[str, Any]:
+def sample_view(run: RunFiles, rec: SampleRecord) -> dict[str, Any]:
     usage = rec.agent.usage
     reason = why(rec)
     facts = [
@@ -175,7 +175,7 @@ def task_view(run: RunFiles, index: int, stats: TaskStats) -> dict[str, Any]:
         "text": " ".join([own, *reasons]).lower(),
         "prompt": run.prompt(stats.task_id),
         "fields": [(k, json.dumps(v, ensure_ascii=False)) for k, v in fields.items()],
-        "samples": [sample_view(run, index, r) for r in records],
+        "samples": [sample_view(run, r) for r in records],
     }
 
 

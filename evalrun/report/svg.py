@@ -181,11 +181,11 @@ def box_plot(samples: Sequence[tuple[float, str, str]], *, title: str, unit: str
     out.append(
         f'<line x1="{left}" x2="{left + plot_w}" y1="{axis_y}" y2="{axis_y}" stroke="#999"/>'
     )
-    for tick in ticks:
-        out.append(
-            f'<text x="{px(tick):.1f}" y="{axis_y + 14}" text-anchor="middle">'
-            f"{short_number(tick)}{escape(unit)}</text>"
-        )
+    out.extend(
+        f'<text x="{px(tick):.1f}" y="{axis_y + 14}" text-anchor="middle">'
+        f"{short_number(tick)}{escape(unit)}</text>"
+        for tick in ticks
+    )
     return "".join(out) + "</svg>"
 
 
