@@ -160,7 +160,7 @@ def task_view(run: RunFiles, index: int, stats: TaskStats) -> dict[str, Any]:
     records = [r for r in run.records if r.task_id == stats.task_id]
     reasons = list(dict.fromkeys(why(r) for r in records if r.outcome is not Outcome.passed))
     own = " ".join([stats.task_id, stats.difficulty, *stats.tags]).lower()
-    fields = run.task_fields(stats.task_id)
+    fields = run.log.task_fields(stats.task_id)
     return {
         "id": stats.task_id,
         "index": index,
@@ -231,8 +231,8 @@ def run_html(run: RunFiles, home: str | None = None) -> str:
             }
             for e in s.error_samples
         ],
-        overrides=" ".join(run.overrides) or "(none)",
-        config_text=capped(run.config_text),
+        overrides=" ".join(run.log.overrides) or "(none)",
+        config_text=capped(run.log.config_text),
         fingerprints=[(t.id, t.fingerprint) for t in run.plan.tasks],
         home=home,
     )

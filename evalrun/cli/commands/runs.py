@@ -114,7 +114,7 @@ def show_task(run: RunFiles, task_id: str, console: Console) -> int:
             )
         if rec.workspace_kept:
             console.print(styled(f"{'':22}kept: {{}}", rec.workspace_kept), soft_wrap=True)
-    fields = run.task_fields(task_id)
+    fields = run.log.task_fields(task_id)
     if fields:
         console.print("  kept from the task file, not used by evalrun:")
         width = max(len(k) for k in fields)
