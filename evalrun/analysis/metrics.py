@@ -100,8 +100,7 @@ def _intervals(stats: list[TaskStats], ks: list[int]) -> dict[str, Estimate]:
     }
     for k in ks[1:]:
         for base in (PASS_AT, PASS_HAT):
-            table = [(s.pass_at if base == PASS_AT else s.pass_hat).get(k) for s in stats]
-            defined = [(v, s.n) for v, s in zip(table, stats, strict=True) if v is not None]
+            defined = [(v, s.n) for s in stats if (v := s.value(base, k)) is not None]
             out[pass_metric(base, k)] = task_mean(
                 [v for v, _ in defined], trials=sum(n for _, n in defined)
             )
