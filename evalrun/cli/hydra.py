@@ -156,12 +156,13 @@ def _run_job(cfg: DictConfig) -> None:
         _exit_codes.append(run(cfg, console, overrides=overrides))
         if multirun:
             from evalrun.cli.callbacks import job_ended
-            from evalrun.report.sweep_html import render_sweep_html
 
             job_ended(_exit_codes[-1])
             # The sweep page covers the jobs so far (its path is printed at the end); a dry run
             # leaves no job folder, so a dry sweep has no page.
             if not cfg.dry_run:
+                from evalrun.report.sweep_html import render_sweep_html
+
                 render_sweep_html(Path(hydra_cfg.sweep.dir))
     except UsageError as exc:
         print_error(exc)
