@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +25,11 @@ NOT_RESULT_RELEVANT = (
     "agent.auto_install",
     "tasks_ref",  # where references resolve from; what they resolved to is compared on its own
 )
+
+
+def under(key: str, prefixes: Iterable[str]) -> bool:
+    """Whether dotted `key` is one of `prefixes` or lies below one (`agent.env.X` under `agent`)."""
+    return any(key == p or key.startswith(p + ".") for p in prefixes)
 
 
 def flatten(value: Any, prefix: str = "") -> dict[str, Any]:
@@ -57,13 +63,9 @@ class ConfigDiff:
 def diff(a: dict[str, Any], b: dict[str, Any], ignore: tuple[str, ...] = ()) -> ConfigDiff:
     """What changed from `a` to `b`, skipping keys equal to or under any `ignore` prefix."""
     fa, fb = flatten(a), flatten(b)
-
-    def kept(key: str) -> bool:
-        return not any(key == p or key.startswith(p + ".") for p in ignore)
-
     result = ConfigDiff()
     for key in sorted(set(fa) | set(fb)):
-        if not kept(key):
+        if under(key, ignore):
             continue
         if key not in fb:
             result.removed[key] = fa[key]

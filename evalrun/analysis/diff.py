@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalrun.analysis.configdiff import NOT_RESULT_RELEVANT, diff
+from evalrun.analysis.configdiff import NOT_RESULT_RELEVANT, diff, under
 from evalrun.analysis.metric_table import headline, parse_metric
 from evalrun.analysis.metrics import paired_change
 from evalrun.analysis.stats import (
@@ -86,9 +86,8 @@ def task_significance(a: TaskStats, b: TaskStats) -> TaskSignificance:
     p = fisher_exact(a.passes, a.n - a.passes, b.passes, b.n - b.passes)
     unchanged = a.passes * b.n == b.passes * a.n
     significant = p < ALPHA and not unchanged
-    note = f"significant (Fisher p={p:.3g})" if significant else f"noise (Fisher p={p:.3g})"
-    if unchanged:
-        note = "no change"
+    verdict = "significant" if significant else "noise"
+    note = "no change" if unchanged else f"{verdict} (Fisher p={p:.3g})"
     return TaskSignificance(test=FISHER_EXACT, p=p, significant=significant, note=note)
 
 
@@ -192,19 +191,9 @@ def diff_runs(a: RunSide, b: RunSide) -> RunDiff:
     for name, change in paired.items():
         if name in metrics:
             metrics[name].paired = change
-    options = {
-        group: ValuePair(a=a.choices.get(group), b=b.choices.get(group))
-        for group in sorted(set(a.choices) | set(b.choices))
-        if a.choices.get(group) != b.choices.get(group)
-    }
-    suite = {
-        key: ValuePair(a=a.suite.get(key), b=b.suite.get(key))
-        for key in sorted(set(a.suite) | set(b.suite))
-        if a.suite.get(key) != b.suite.get(key)
-    }
     changes = ConfigChanges(
-        options=options,
-        suite=suite,
+        options=_differing(a.choices, b.choices),
+        suite=_differing(a.suite, b.suite),
         changed={key: ValuePair(a=va, b=vb) for key, (va, vb) in sorted(config.changed.items())},
         added=dict(sorted(config.added.items())),
         removed=dict(sorted(config.removed.items())),
@@ -218,7 +207,7 @@ def diff_runs(a: RunSide, b: RunSide) -> RunDiff:
         config_not_result_relevant=sorted(
             key
             for key in [*changes.changed, *changes.added, *changes.removed]
-            if _not_result_relevant(key)
+            if under(key, NOT_RESULT_RELEVANT)
         ),
         tasks=TaskSetDiff(
             added=sorted(ids_b - ids_a),
@@ -229,6 +218,15 @@ def diff_runs(a: RunSide, b: RunSide) -> RunDiff:
         metrics=metrics,
         significance=paired[pass_metric(PASS_AT, 1)],
     )
+
+
+def _differing(a: dict[str, str], b: dict[str, str]) -> dict[str, ValuePair]:
+    """The keys (sorted) whose values differ between two mappings, with both values."""
+    return {
+        key: ValuePair(a=a.get(key), b=b.get(key))
+        for key in sorted(set(a) | set(b))
+        if a.get(key) != b.get(key)
+    }
 
 
 def _side(side: RunSide) -> DiffSide:
@@ -250,10 +248,6 @@ def partial_warnings(result: RunDiff) -> list[str]:
         for name, side in (("a", result.a), ("b", result.b))
         if side.state and side.state != "complete"
     ]
-
-
-def _not_result_relevant(key: str) -> bool:
-    return any(key == p or key.startswith(p + ".") for p in NOT_RESULT_RELEVANT)
 
 
 # --- figures, rounded the way each kind of metric is read ---------------------------------------
@@ -315,6 +309,13 @@ def significance_text(paired: PairedChange | None) -> str:
         return "no change"
     verdict = "significant" if paired.significant else "noise"
     return f"p={paired.p:.2g}, {verdict}"
+
+
+def task_significance_text(significance: TaskSignificance) -> str:
+    """`p=0.03, significant` / `p=0.52, noise` / `no change` - a task row's Fisher test."""
+    if significance.note == "no change":
+        return "no change"
+    return f"p={significance.p:.2g}, {'significant' if significance.significant else 'noise'}"
 
 
 def verdict_line(name: str, entry: MetricDelta | None) -> str:

@@ -288,11 +288,7 @@ class ThresholdProfile:
         p, how = drop_significance(summary, self.baseline.summary, ref)
         if p < ALPHA:
             return replace(breach, significance=f"significant (p={p:.3g}, {how})")
-        return replace(
-            breach,
-            kind=EXCUSED,
-            significance=f"not significant (p={p:.3g}, {how})",
-        )
+        return replace(breach, kind=EXCUSED, significance=f"not significant (p={p:.3g}, {how})")
 
     def coverage(self, summary: Summary) -> tuple[int, list[str]]:
         """How many thresholds were checked, and one note per reason some were not."""
@@ -315,14 +311,12 @@ class ThresholdProfile:
                     undefined.append(key)
                 else:
                     checked += 1
-        notes = []
-        if absent:
-            notes.append(f"skipped, tag/difficulty/task not in this run: {', '.join(absent)}")
-        if no_baseline:
-            notes.append(f"max_drop not checked, no baseline=<run-dir>: {', '.join(no_baseline)}")
-        if undefined:
-            notes.append(f"max_drop not checked, undefined in the baseline: {', '.join(undefined)}")
-        return checked, notes
+        reasons = (
+            ("skipped, tag/difficulty/task not in this run", absent),
+            ("max_drop not checked, no baseline=<run-dir>", no_baseline),
+            ("max_drop not checked, undefined in the baseline", undefined),
+        )
+        return checked, [f"{why}: {', '.join(keys)}" for why, keys in reasons if keys]
 
 
 def build_profile(profile_cfg: Any, baseline: Baseline | None = None) -> ThresholdProfile:

@@ -106,10 +106,6 @@ class MetricRef:
         return (self.is_pass and self.scope != "task") or self.base == JUDGE
 
 
-def _fixed_names() -> str:
-    return ", ".join(FIXED)
-
-
 def parse_metric(name: str) -> MetricRef:
     """Parse a metric name; `ValueError` saying what is expected when it is not one."""
     judge = _JUDGE.match(name)
@@ -132,7 +128,7 @@ def parse_metric(name: str) -> MetricRef:
     raise ValueError(
         f"unknown metric {name!r} (expected pass@K, pass^K - K a number or k - optionally as "
         "tag:<tag>:, difficulty:<d>: or task:<id>:<metric>; judge:<name>; "
-        f"or one of {_fixed_names()})"
+        f"or one of {', '.join(FIXED)})"
     )
 
 

@@ -100,8 +100,7 @@ def _intervals(stats: list[TaskStats], ks: list[int]) -> dict[str, Estimate]:
     }
     for k in ks[1:]:
         for base in (PASS_AT, PASS_HAT):
-            table = [(s.pass_at if base == PASS_AT else s.pass_hat).get(k) for s in stats]
-            defined = [(v, s.n) for v, s in zip(table, stats, strict=True) if v is not None]
+            defined = [(v, s.n) for s in stats if (v := s.value(base, k)) is not None]
             out[pass_metric(base, k)] = task_mean(
                 [v for v, _ in defined], trials=sum(n for _, n in defined)
             )
@@ -175,16 +174,13 @@ def summarize(
     records: Iterable[AnySample], task_meta: dict[str, dict], *, run_id: str, trials: int
 ) -> Summary:
     """Summarise records. `task_meta` maps task id -> {difficulty, tags} for every planned task."""
+    all_recs = list(records)
     by_task: dict[str, list[AnySample]] = defaultdict(list)
-    phase_values: dict[str, list[float]] = {p: [] for p in PHASES}
-    all_recs: list[AnySample] = []
-    for rec in records:
+    for rec in all_recs:
         by_task[rec.task_id].append(rec)
-        all_recs.append(rec)
-        for phase in PHASES:
-            value = getattr(rec.phases, phase)
-            if value is not None:
-                phase_values[phase].append(value)
+    phase_values: dict[str, list[float]] = {
+        p: [v for r in all_recs if (v := getattr(r.phases, p)) is not None] for p in PHASES
+    }
     ks = list(range(1, max(trials, 1) + 1))
     ids = sorted(set(task_meta) | set(by_task))
     stats = [_task_stats(t, task_meta.get(t, {}), by_task.get(t, []), ks) for t in ids]
@@ -199,7 +195,6 @@ def summarize(
     passes = sum(r.outcome is Outcome.passed for r in scored)
     priced = [r.agent.usage.cost_usd for r in all_recs if r.agent.usage.cost_usd is not None]
     total = sum(priced)
-    total_cost = total if priced else None
     return Summary(
         run_id=run_id,
         samples=len(all_recs),
@@ -216,7 +211,7 @@ def summarize(
             for p, vals in phase_values.items()
         },
         cost=CostStats(
-            total_usd=total_cost,
+            total_usd=total if priced else None,
             per_sample_usd=total / len(priced) if priced else None,
             per_success_usd=(total / passes) if priced and passes else None,
             priced_samples=len(priced),

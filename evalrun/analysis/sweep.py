@@ -143,7 +143,7 @@ def summarize_sweep(sweep_dir: Path, jobs: list[Job]) -> SweepFile:
                 swept={k: job.overrides.get(k) for k in keys},
                 overrides=job.overrides,
                 finished=job.summary is not None,
-                state=_state(job.summary),
+                state=job.summary.state.describe() if job.summary and job.summary.state else None,
                 metrics=job_metrics(job.summary) if job.summary else None,
                 intervals=job_intervals(job.summary) if job.summary else None,
                 gate=job.gate,
@@ -152,7 +152,3 @@ def summarize_sweep(sweep_dir: Path, jobs: list[Job]) -> SweepFile:
         ],
         judges=judge_agreement(jobs, labels),
     )
-
-
-def _state(summary: Summary | None) -> str | None:
-    return summary.state.describe() if summary is not None and summary.state else None

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from omegaconf import open_dict
 
+from evalrun.analysis.configdiff import under
 from evalrun.cli.usage import print_error
 from evalrun.config.project import locate_config, project_above
 from evalrun.config.schema import CONF_DIR, register_configs
@@ -48,7 +49,7 @@ def open_mapping_overrides(args: list[str]) -> list[str]:
 
     def opens_a_mapping(arg: str) -> bool:
         key, equals, _ = arg.partition("=")
-        return bool(equals) and any(key == m or key.startswith(m + ".") for m in OPEN_MAPPINGS)
+        return bool(equals) and under(key, OPEN_MAPPINGS)
 
     return [f"++{arg}" if opens_a_mapping(arg) else arg for arg in args]
 
@@ -157,12 +158,12 @@ def _run_job(cfg: DictConfig) -> None:
             from evalrun.cli.callbacks import job_ended
 
             job_ended(_exit_codes[-1])
-        # The sweep page covers the jobs so far (its path is printed at the end); a dry run
-        # leaves no job folder, so a dry sweep has no page.
-        if multirun and not cfg.dry_run:
-            from evalrun.report.sweep_html import render_sweep_html
+            # The sweep page covers the jobs so far (its path is printed at the end); a dry run
+            # leaves no job folder, so a dry sweep has no page.
+            if not cfg.dry_run:
+                from evalrun.report.sweep_html import render_sweep_html
 
-            render_sweep_html(Path(hydra_cfg.sweep.dir))
+                render_sweep_html(Path(hydra_cfg.sweep.dir))
     except UsageError as exc:
         print_error(exc)
         sys.exit(exc.exit_code)

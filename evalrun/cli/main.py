@@ -72,10 +72,6 @@ def main(argv: list[str] | None = None) -> None:
             args = expand_resume(args)
         if any(a.startswith("hydra/launcher=joblib") for a in args):
             require("hydra_plugins.hydra_joblib_launcher", "sweep", "hydra/launcher=joblib")
-    except UsageError as exc:
-        print_error(exc)
-        sys.exit(exc.exit_code)
-    try:
         if args and args[0] in COMMANDS:
             # wide enough for the task table when output is not a terminal
             sys.exit(COMMANDS[args[0]](args[1:], make_console(wide=True)))

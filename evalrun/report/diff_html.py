@@ -16,14 +16,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from evalrun.analysis.diff import fmt_change, fmt_value, significance_text
+from evalrun.analysis.diff import fmt_change, fmt_value, significance_text, task_significance_text
 from evalrun.models.diff import (
     ConfigChanges,
     Figure,
     MetricDelta,
     RunDiff,
     TaskRow,
-    TaskSignificance,
 )
 from evalrun.report.page import render
 
@@ -97,19 +96,13 @@ def task_rows(
                 "changed": row.fingerprint_changed,
                 "passes": f"{a.get('passes')}/{a.get('n')} → {b.get('passes')}/{b.get('n')}",
                 "metrics": metrics,
-                "significance": _task_significance(row.significance),
+                "significance": task_significance_text(row.significance),
                 "p": row.significance.p,
                 "significant": row.significance.significant,
                 "links": links,
             }
         )
     return out
-
-
-def _task_significance(sig: TaskSignificance) -> str:
-    if sig.note == "no change":
-        return "no change"
-    return f"p={sig.p:.2g}, {'significant' if sig.significant else 'noise'}"
 
 
 def config_rows(config: ConfigChanges) -> list[tuple[str, str, str, str]]:
@@ -140,10 +133,8 @@ def render_diff_html(
     tasks = diff.tasks
     names = dict.fromkeys(n for r in tasks.rows for side in (r.a, r.b) for n in side)
     k_names = [n for n in names if n.startswith(("pass@", "pass^"))]
-    if reports is None:
-        hrefs = {"a": _report_href(a, out_dir), "b": _report_href(b, out_dir)}
-    else:
-        hrefs = {"a": reports[0], "b": reports[1]}
+    links = reports or (_report_href(a, out_dir), _report_href(b, out_dir))
+    hrefs = dict(zip("ab", links, strict=True))
     id_lists = [("added", tasks.added), ("removed", tasks.removed), ("changed", tasks.changed)]
     partial = [
         f"run {name} is {side.state}: its metrics cover only the recorded cells"

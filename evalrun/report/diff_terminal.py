@@ -13,7 +13,13 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from evalrun.analysis.diff import fmt_change, fmt_value, partial_warnings, significance_text
+from evalrun.analysis.diff import (
+    fmt_change,
+    fmt_value,
+    partial_warnings,
+    significance_text,
+    task_significance_text,
+)
 from evalrun.console import styled
 from evalrun.models.diff import PairedChange, RunDiff
 
@@ -91,15 +97,12 @@ def render_diff(result: RunDiff, console: Console) -> None:
     for row in moved:
         a, b = row.a, row.b
         task = styled("{} [yellow](changed)[/]" if row.fingerprint_changed else "{}", row.task_id)
-        sig = row.significance
         table.add_row(
             task,
             f"{a['passes']}/{a['n']}",
             f"{b['passes']}/{b['n']}",
             _fmt_delta("pass@1", row.delta["pass@1"], True),
-            "no change"
-            if sig.note == "no change"
-            else f"p={sig.p:.2g}, {'significant' if sig.significant else 'noise'}",
+            task_significance_text(row.significance),
         )
     console.print(table)
 

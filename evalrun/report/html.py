@@ -96,25 +96,19 @@ def step_view(step: ToolCall) -> Step:
     return view
 
 
+# a diff line's CSS class by how it starts; "+++" and "---" name a file, so they come first
+_PATCH_KINDS = {"+++": "file", "---": "file", "# ": "file", "@@": "hunk", "+": "add", "-": "del"}
+
+
 def patch_lines(changes: WorkspaceDiff) -> list[tuple[str, str]]:
     """The sample's unified diff, each line with its CSS class (add, del, hunk, file)."""
-    out = []
-    for line in capped(changes.patch()).splitlines():
-        if line.startswith(("+++", "---", "# ")):
-            kind = "file"
-        elif line.startswith("@@"):
-            kind = "hunk"
-        elif line.startswith("+"):
-            kind = "add"
-        elif line.startswith("-"):
-            kind = "del"
-        else:
-            kind = ""
-        out.append((kind, line))
-    return out
+    return [
+        (next((kind for start, kind in _PATCH_KINDS.items() if line.startswith(start)), ""), line)
+        for line in capped(changes.patch()).splitlines()
+    ]
 
 
-def sample_view(run: RunFiles, index: int, rec: SampleRecord) -> dict[str, Any]:
+def sample_view(run: RunFiles, rec: SampleRecord) -> dict[str, Any]:
     usage = rec.agent.usage
     reason = why(rec)
     facts = [
@@ -166,7 +160,7 @@ def task_view(run: RunFiles, index: int, stats: TaskStats) -> dict[str, Any]:
     records = [r for r in run.records if r.task_id == stats.task_id]
     reasons = list(dict.fromkeys(why(r) for r in records if r.outcome is not Outcome.passed))
     own = " ".join([stats.task_id, stats.difficulty, *stats.tags]).lower()
-    fields = run.task_fields(stats.task_id)
+    fields = run.log.task_fields(stats.task_id)
     return {
         "id": stats.task_id,
         "index": index,
@@ -181,7 +175,7 @@ def task_view(run: RunFiles, index: int, stats: TaskStats) -> dict[str, Any]:
         "text": " ".join([own, *reasons]).lower(),
         "prompt": run.prompt(stats.task_id),
         "fields": [(k, json.dumps(v, ensure_ascii=False)) for k, v in fields.items()],
-        "samples": [sample_view(run, index, r) for r in records],
+        "samples": [sample_view(run, r) for r in records],
     }
 
 
@@ -237,8 +231,8 @@ def run_html(run: RunFiles, home: str | None = None) -> str:
             }
             for e in s.error_samples
         ],
-        overrides=" ".join(run.overrides) or "(none)",
-        config_text=capped(run.config_text),
+        overrides=" ".join(run.log.overrides) or "(none)",
+        config_text=capped(run.log.config_text),
         fingerprints=[(t.id, t.fingerprint) for t in run.plan.tasks],
         home=home,
     )
@@ -249,18 +243,13 @@ def plots(run: RunFiles) -> tuple[list[Any], bool]:
     s = run.summary
     series = [
         Series(
-            "pass@k",
-            [(k, s.overall.pass_at.get(k)) for k in s.ks],
-            PALETTE[0],
-            band=band(s.overall, PASS_AT, s.ks),
-        ),
-        Series(
-            "pass^k",
-            [(k, s.overall.pass_hat.get(k)) for k in s.ks],
-            PALETTE[1],
-            True,
-            band=band(s.overall, PASS_HAT, s.ks),
-        ),
+            f"{base}k",
+            [(k, s.overall.value(base, k)) for k in s.ks],
+            PALETTE[i],
+            dashed=i == 1,
+            band=band(s.overall, base, s.ks),
+        )
+        for i, base in enumerate((PASS_AT, PASS_HAT))
     ]
     for i, (name, group) in enumerate(s.by_difficulty.items()):
         points = [(k, group.pass_at.get(k)) for k in s.ks]

@@ -66,11 +66,6 @@ class RunRow:
         return self.summary.overall.interval(PASS_AT, 1) if self.summary else None
 
 
-def read_row(run_dir: Path) -> RunRow:
-    """One run as the list shows it, with a live writer (if any) named in its state."""
-    return with_writer(read_files(run_dir))
-
-
 def regraded_from(run: RunLog) -> str:
     """` - regraded from <source>` for a regrade's run (`evalrun regrade`), else nothing."""
     source = run.plan.regrade_of
@@ -151,24 +146,18 @@ def list_runs(root: Path, cache: RowCache | None = None) -> list[RunRow]:
     root = Path(root)
     if not root.is_dir():
         raise UsageError(f"{root}: no such directory (expected a folder of runs, e.g. runs/)")
-    read = cache.read if cache is not None else read_row
+    read = (cache or RowCache()).read  # a fresh cache reads every run
     rows = [read(d) for d in find_run_dirs(root)]
     return sorted(rows, key=lambda r: r.when, reverse=True)
 
 
+RIGHT_ALIGNED = ("tasks x trials", "pass@1", "cost")  # columns of `runs_table` holding figures
+
+
 def runs_table(rows: list[RunRow], root: Path) -> Table:
     table = Table(title=f"Runs in {root}", header_style="bold")
-    for name, justify in (
-        ("when", "left"),
-        ("run", "left"),
-        ("agent", "left"),
-        ("sandbox", "left"),
-        ("tasks x trials", "right"),
-        ("pass@1", "right"),
-        ("cost", "right"),
-        ("status", "left"),
-    ):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for name in ("when", "run", "agent", "sandbox", "tasks x trials", "pass@1", "cost", "status"):
+        table.add_column(name, justify="right" if name in RIGHT_ALIGNED else "left")
     for r in rows:
         try:
             shown = r.run_dir.relative_to(root)

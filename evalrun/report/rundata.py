@@ -55,14 +55,6 @@ class RunFiles:
         return self.log.config
 
     @property
-    def config_text(self) -> str:
-        return self.log.config_text
-
-    @property
-    def overrides(self) -> list[str]:
-        return self.log.overrides
-
-    @property
     def state(self) -> RunState | None:
         return self.summary.state
 
@@ -79,9 +71,6 @@ class RunFiles:
         """The prompt the agent was given for a task (plan.json; None in runs that predate it)."""
         task = self.plan.task(task_id)
         return task.prompt if task is not None else None
-
-    def task_fields(self, task_id: str) -> dict[str, Any]:
-        return self.log.task_fields(task_id)
 
     @property
     def started_at(self) -> float | None:

@@ -55,6 +55,26 @@ def _open(width: int, height: int, label: str) -> str:
     )
 
 
+def _y_grid(ticks: Sequence[float], py: Callable[[float], float], left: int, plot_w: int) -> str:
+    """A faint horizontal line and a value label at each tick of the y axis."""
+    return "".join(
+        f'<line x1="{left}" x2="{left + plot_w}" y1="{py(t):.1f}" y2="{py(t):.1f}" '
+        f'stroke="#e3e3e3"/><text x="{left - 6}" y="{py(t) + 4:.1f}" text-anchor="end">'
+        f"{short_number(t)}</text>"
+        for t in ticks
+    )
+
+
+def _legend(x: int, y: int, label: str, limit: int, stroke: str) -> str:
+    """One legend row at the right of a chart: a line drawn with `stroke` (its colour, width
+    and dashes as SVG attributes), then the label, cut to `limit` characters."""
+    return (
+        f'<line x1="{x + 12}" x2="{x + 32}" y1="{y}" y2="{y}" {stroke}/>'
+        f'<text x="{x + 38}" y="{y + 4}">{escape(_cut(label, limit))}'
+        f"<title>{escape(label)}</title></text>"
+    )
+
+
 @dataclass(frozen=True)
 class Series:
     label: str
@@ -80,13 +100,7 @@ def line_chart(
     def py(y: float) -> float:
         return top + plot_h - y / y_max * plot_h
 
-    out = [_open(width, height, title)]
-    for tick in nice_ticks(y_max, 4):
-        y = py(tick)
-        out.append(
-            f'<line x1="{left}" x2="{left + plot_w}" y1="{y:.1f}" y2="{y:.1f}" stroke="#e3e3e3"/>'
-            f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{short_number(tick)}</text>'
-        )
+    out = [_open(width, height, title), _y_grid(nice_ticks(y_max, 4), py, left, plot_w)]
     for tick_x in xs:
         tick_y = top + plot_h + 16
         out.append(f'<text x="{px(tick_x):.1f}" y="{tick_y}" text-anchor="middle">{tick_x}</text>')
@@ -122,15 +136,9 @@ def line_chart(
                 f'<circle cx="{a:.1f}" cy="{b:.1f}" r="{2.5 if s.thin else 3.5}" fill="{s.color}">'
                 f"<title>{escape(s.label)} at k={x:g}: {y:.3f}{ci}</title></circle>"
             )
-        ly = top + 8 + i * 18
-        out.append(
-            f'<line x1="{width - right + 12}" x2="{width - right + 32}" y1="{ly}" y2="{ly}" '
-            f'stroke="{s.color}" stroke-width="{stroke}"{dash}/>'
-            f'<text x="{width - right + 38}" y="{ly + 4}">{escape(_cut(s.label, 16))}'
-            f"<title>{escape(s.label)}</title></text>"
-        )
-    out.append("</svg>")
-    return "".join(out)
+        line = f'stroke="{s.color}" stroke-width="{stroke}"{dash}'
+        out.append(_legend(width - right, top + 8 + i * 18, s.label, 16, line))
+    return "".join(out) + "</svg>"
 
 
 def box_plot(samples: Sequence[tuple[float, str, str]], *, title: str, unit: str = "s") -> str:
@@ -173,13 +181,12 @@ def box_plot(samples: Sequence[tuple[float, str, str]], *, title: str, unit: str
     out.append(
         f'<line x1="{left}" x2="{left + plot_w}" y1="{axis_y}" y2="{axis_y}" stroke="#999"/>'
     )
-    for tick in ticks:
-        out.append(
-            f'<text x="{px(tick):.1f}" y="{axis_y + 14}" text-anchor="middle">'
-            f"{short_number(tick)}{escape(unit)}</text>"
-        )
-    out.append("</svg>")
-    return "".join(out)
+    out.extend(
+        f'<text x="{px(tick):.1f}" y="{axis_y + 14}" text-anchor="middle">'
+        f"{short_number(tick)}{escape(unit)}</text>"
+        for tick in ticks
+    )
+    return "".join(out) + "</svg>"
 
 
 def bar_chart(
@@ -217,8 +224,7 @@ def bar_chart(
                 f'M{hi:.1f},{mid - 4:.1f}v8" stroke="#1d2330" stroke-width="1.2" fill="none">'
                 f"<title>{escape(label)}: 95% CI [{fmt(span[0])}, {fmt(span[1])}]</title></path>"
             )
-    out.append("</svg>")
-    return "".join(out)
+    return "".join(out) + "</svg>"
 
 
 @dataclass(frozen=True)
@@ -256,13 +262,7 @@ def trend_chart(
     def py(y: float) -> float:
         return top + plot_h - max(y, 0.0) / scale * plot_h
 
-    out = [_open(width, height, title)]
-    for tick in ticks:
-        y = py(tick)
-        out.append(
-            f'<line x1="{left}" x2="{left + plot_w}" y1="{y:.1f}" y2="{y:.1f}" stroke="#e3e3e3"/>'
-            f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{short_number(tick)}</text>'
-        )
+    out = [_open(width, height, title), _y_grid(ticks, py, left, plot_w)]
     axis_y = top + plot_h + 16
     out.append(
         f'<text x="{left}" y="{axis_y}">oldest</text>'
@@ -290,12 +290,7 @@ def trend_chart(
                 f'<circle cx="{px(p.x):.1f}" cy="{py(p.value):.1f}" r="3" fill="{color}">'
                 f"<title>{escape(p.label)}: {escape(fmt(p.value))}{escape(ci)}</title></circle>"
             )
-        ly = top + 8 + i * 18
         out.append(
-            f'<line x1="{width - right + 12}" x2="{width - right + 32}" y1="{ly}" y2="{ly}" '
-            f'stroke="{color}" stroke-width="2"/>'
-            f'<text x="{width - right + 38}" y="{ly + 4}">{escape(_cut(name, 20))}'
-            f"<title>{escape(name)}</title></text>"
+            _legend(width - right, top + 8 + i * 18, name, 20, f'stroke="{color}" stroke-width="2"')
         )
-    out.append("</svg>")
-    return "".join(out)
+    return "".join(out) + "</svg>"

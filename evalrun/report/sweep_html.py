@@ -63,7 +63,7 @@ def short_setting(key: str, value: object) -> str:
 def job_label(run: RunFiles, keys: list[str]) -> str:
     flat = flatten(run.config)
     parts = [short_setting(k, flat.get(k)) for k in keys[:3]]
-    return f"#{run.run_dir.name} " + (" ".join(parts) if parts else " ".join(run.overrides))
+    return f"#{run.run_dir.name} " + (" ".join(parts) if parts else " ".join(run.log.overrides))
 
 
 def sweep_html(sweep_dir: Path, runs: list[RunFiles]) -> str:

@@ -49,20 +49,18 @@ def sample_rows(run: RunLog) -> list[dict[str, Any]]:
     records = run.planned(run.records())
     judges = sorted({name for record in records for name in record.scores})
     base = run_columns(run)
-    rows = []
-    for record in records:
-        task = tasks[record.task_id]
-        rows.append(
-            base
-            | {"task_id": record.task_id, "trial": record.trial}
-            | {"difficulty": task.difficulty, "tags": ",".join(task.tags)}
-            | _outcome(record)
-            | {f"score.{name}": record.scores.get(name) for name in judges}
-            | _timing(record)
-            | _usage(record)
-            | _activity(record)
-        )
-    return rows
+    return [
+        base
+        | {"task_id": record.task_id, "trial": record.trial}
+        | {"difficulty": tasks[record.task_id].difficulty}
+        | {"tags": ",".join(tasks[record.task_id].tags)}
+        | _outcome(record)
+        | {f"score.{name}": record.scores.get(name) for name in judges}
+        | _timing(record)
+        | _usage(record)
+        | _activity(record)
+        for record in records
+    ]
 
 
 def _outcome(record: SampleRecord) -> dict[str, Any]:
@@ -109,19 +107,17 @@ def task_rows(run: RunLog) -> list[dict[str, Any]]:
     pass@k and pass^k the run reports, flakiness, mean latency and cost."""
     summary = run.summary()
     base = run_columns(run)
-    rows = []
-    for stats in summary.tasks:
-        rows.append(
-            base
-            | {"task_id": stats.task_id, "difficulty": stats.difficulty}
-            | {"tags": ",".join(stats.tags), "trials": stats.trials, "scored": stats.n}
-            | {"passes": stats.passes, "errors": stats.errors}
-            | {pass_metric(PASS_AT, k): stats.pass_at.get(k) for k in summary.ks}
-            | {pass_metric(PASS_HAT, k): stats.pass_hat.get(k) for k in summary.ks if k > 1}
-            | {"flaky": stats.flaky, "mean_latency_s": stats.mean_latency_s}
-            | {"cost_usd": stats.cost_usd}
-        )
-    return rows
+    return [
+        base
+        | {"task_id": stats.task_id, "difficulty": stats.difficulty}
+        | {"tags": ",".join(stats.tags), "trials": stats.trials, "scored": stats.n}
+        | {"passes": stats.passes, "errors": stats.errors}
+        | {pass_metric(PASS_AT, k): stats.pass_at.get(k) for k in summary.ks}
+        | {pass_metric(PASS_HAT, k): stats.pass_hat.get(k) for k in summary.ks if k > 1}
+        | {"flaky": stats.flaky, "mean_latency_s": stats.mean_latency_s}
+        | {"cost_usd": stats.cost_usd}
+        for stats in summary.tasks
+    ]
 
 
 def write_table(rows: list[dict[str, Any]], path: Path, fmt: TableFormat) -> None:

@@ -44,18 +44,18 @@ def interval_line(summary: Summary) -> Text | None:
     return styled("[dim]95% CI over {} tasks ({}): {}[/]", shown[0][1].tasks, methods, bounds)
 
 
+def _pass_columns(kmax: int) -> list[str]:
+    """pass@1, and pass@k and pass^k at the run's trials when it has more than one."""
+    return ["pass@1", *([f"pass@{kmax}", f"pass^{kmax}"] if kmax > 1 else [])]
+
+
 def task_table(summary: Summary) -> Table:
     kmax = max(summary.ks)
     table = Table(title="Tasks", show_lines=False, header_style="bold")
     table.add_column("task")
     table.add_column("difficulty")
-    table.add_column("passed", justify="right")
-    table.add_column("pass@1", justify="right")
-    if kmax > 1:
-        table.add_column(f"pass@{kmax}", justify="right")
-        table.add_column(f"pass^{kmax}", justify="right")
-    table.add_column("errors", justify="right")
-    table.add_column("latency s", justify="right")
+    for column in ["passed", *_pass_columns(kmax), "errors", "latency s"]:
+        table.add_column(column, justify="right")
     for s in summary.tasks:
         colour = "green" if s.n and s.passes == s.n else ("red" if s.passes == 0 else "yellow")
         row: list[str | Text] = [
@@ -75,11 +75,8 @@ def group_table(title: str, groups: dict, ks: list[int]) -> Table:
     kmax = max(ks)
     table = Table(title=title, header_style="bold")
     table.add_column("group")
-    table.add_column("tasks", justify="right")
-    table.add_column("pass@1", justify="right")
-    if kmax > 1:
-        table.add_column(f"pass@{kmax}", justify="right")
-        table.add_column(f"pass^{kmax}", justify="right")
+    for column in ["tasks", *_pass_columns(kmax)]:
+        table.add_column(column, justify="right")
     for label, g in groups.items():
         row = [label, str(g.tasks), fmt_estimate(g, PASS_AT, 1)]
         if kmax > 1:

@@ -17,6 +17,7 @@ Writing into the run directory takes its writer lock, like every writer of it.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from pathlib import Path
 
 from rich.console import Console
@@ -69,10 +70,8 @@ def export_command(args: list[str], console: Console) -> int:
             require("pyarrow", "export", feature)
     run = RunLog.open(options.run_dir.expanduser())
     out = None if options.out is None else options.out.expanduser()
-    if out is None:
-        with RunLock(run.run_dir, "export"):
-            return _export(run, options.format, options.table or "samples", None, console)
-    return _export(run, options.format, options.table or "samples", out, console)
+    with RunLock(run.run_dir, "export") if out is None else nullcontext():
+        return _export(run, options.format, options.table or "samples", out, console)
 
 
 def _export(run: RunLog, fmt: str, table: str, out: Path | None, console: Console) -> int:

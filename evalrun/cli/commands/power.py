@@ -118,15 +118,6 @@ def parser() -> CommandParser:
     return parser
 
 
-def parse_args(args: list[str]) -> tuple[PowerOptions, list[str], str | None]:
-    """Options, Hydra overrides, and the positional baseline run directory (if any)."""
-    ns = parser().parse(args)
-    options = PowerOptions(
-        delta=ns.delta, width=ns.width, rate=ns.rate, icc=ns.icc, corr=ns.corr, power=ns.power
-    )
-    return options, ns.overrides, ns.run_dir
-
-
 def report(
     variance: Variance, tasks: int, trials: int, options: PowerOptions, console: Console
 ) -> None:
@@ -183,10 +174,14 @@ def power_command(args: list[str], console: Console) -> int:
     from evalrun.analysis.power import describe, plural, variance_for
     from evalrun.run.plan import build
 
-    options, overrides, run_dir = parse_args(args)
-    if run_dir is not None:
+    ns = parser().parse(args)
+    options = PowerOptions(
+        delta=ns.delta, width=ns.width, rate=ns.rate, icc=ns.icc, corr=ns.corr, power=ns.power
+    )
+    overrides = ns.overrides
+    if ns.run_dir is not None:  # the positional baseline run directory
         overrides = [o for o in overrides if not o.startswith("baseline=")]
-        overrides.append(f"baseline={run_dir}")
+        overrides.append(f"baseline={ns.run_dir}")
     plan = build(compose_config([*overrides, "dry_run=true"]))
     base = plan.profile.baseline
     baseline = base.summary if base is not None else None

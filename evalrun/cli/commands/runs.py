@@ -24,14 +24,6 @@ if TYPE_CHECKING:
 PROMPT_LINES = 6  # of a task's prompt in `evalrun show <run> <task>`
 
 
-def _parser(command: str, description: str) -> CommandParser:
-    parser = CommandParser(command, description)
-    parser.add_argument(
-        "run_dir", metavar="<run-dir>", type=Path, help=f"a run: a path, its name, or {LATEST}"
-    )
-    return parser
-
-
 def ls_command(args: list[str], console: Console) -> int:
     """evalrun ls [runs_dir]: every run under runs_dir (default runs/), newest first."""
     from evalrun.report.listing import list_runs, runs_table
@@ -57,7 +49,12 @@ def show_command(args: list[str], console: Console) -> int:
     from evalrun.report.rundata import load_run
     from evalrun.report.terminal import render
 
-    parser = _parser("show", "A run's terminal report again (complete or partial), or one task's.")
+    parser = CommandParser(
+        "show", "A run's terminal report again (complete or partial), or one task's."
+    )
+    parser.add_argument(
+        "run_dir", metavar="<run-dir>", type=Path, help=f"a run: a path, its name, or {LATEST}"
+    )
     parser.add_argument("task_id", metavar="<task-id>", nargs="?", help="show one task")
     options = parser.parse(args)
     run = load_run(options.run_dir.expanduser())
@@ -117,7 +114,7 @@ def show_task(run: RunFiles, task_id: str, console: Console) -> int:
             )
         if rec.workspace_kept:
             console.print(styled(f"{'':22}kept: {{}}", rec.workspace_kept), soft_wrap=True)
-    fields = run.task_fields(task_id)
+    fields = run.log.task_fields(task_id)
     if fields:
         console.print("  kept from the task file, not used by evalrun:")
         width = max(len(k) for k in fields)

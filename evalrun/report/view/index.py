@@ -153,10 +153,8 @@ def trend_points(
         value = metric.read(row.summary)
         if value is None:
             continue
-        low = high = None
         est = row.summary.overall.interval(PASS_AT, 1) if metric.interval else None
-        if est is not None:
-            low, high = est.low, est.high
+        low, high = (est.low, est.high) if est is not None else (None, None)
         label = f"{key} · {row.agent}"
         series.setdefault(row.suite_name, []).append(TrendPoint(x, value, label, low, high))
     return list(series.items())
@@ -165,21 +163,14 @@ def trend_points(
 def trend_plots(rows: Sequence[RunRow], keys: Sequence[str]) -> list[tuple[str, Markup]]:
     """One plot per metric (the page shows the one chosen)."""
     runs = sum(1 for r in rows if r.summary is not None)
-    return [
-        (
-            m.name,
-            svg(
-                trend_chart(
-                    trend_points(rows, keys, m),
-                    title=f"{m.name} per run" + (" (bars: 95% interval)" if m.interval else ""),
-                    runs=runs,
-                    fmt=m.fmt,
-                    y_max=m.y_max,
-                )
-            ),
+    plots = []
+    for m in TREND_METRICS:
+        title = f"{m.name} per run" + (" (bars: 95% interval)" if m.interval else "")
+        chart = trend_chart(
+            trend_points(rows, keys, m), title=title, runs=runs, fmt=m.fmt, y_max=m.y_max
         )
-        for m in TREND_METRICS
-    ]
+        plots.append((m.name, svg(chart)))
+    return plots
 
 
 # --- the page ----------------------------------------------------------------------------------

@@ -110,8 +110,7 @@ class Site:
         """`runs/<key>/<rest>` as (key, rest), for the longest key the listing knows."""
         inner = path.removeprefix(RUNS_PREFIX + "/")
         for attempt in range(2):
-            known = sorted(self._dirs, key=len, reverse=True)
-            for key in known:
+            for key in sorted(self._dirs, key=len, reverse=True):
                 if inner.startswith(key + "/"):
                     return key, inner[len(key) + 1 :]
             if attempt == 0:
