@@ -90,9 +90,9 @@ from evalrun.sandbox.base import (
 )
 from evalrun.sandbox.common.clear import clear_argv, clear_notes
 from evalrun.sandbox.common.container import ExecSession, end_agent_argv
-from evalrun.sandbox.common.output import BoundedBuffer
+from evalrun.sandbox.common.output import BoundedBuffer, exec_result
 from evalrun.sandbox.common.owner import current_owner, owner_alive
-from evalrun.sandbox.common.transfer import CHUNK, TarPipe
+from evalrun.sandbox.common.transfer import CHUNK, streamed
 
 EXEC_DIR = f"{PRIVATE_DIR}/exec"
 VERIFIER_HOME = f"{PRIVATE_DIR}/verifier-home"
@@ -200,15 +200,7 @@ class ModalSandbox:
             raise
         except modal.exception.Error as exc:
             raise SandboxError(f"modal exec failed: {exc}") from exc
-        return ExecResult(
-            exit_code=None if timed_out else proc.returncode,
-            stdout=out.text(),
-            stderr=err.text(),
-            duration_s=time.monotonic() - started,
-            timed_out=timed_out,
-            stdout_bytes=out.total,
-            stderr_bytes=err.total,
-        )
+        return exec_result(proc.returncode, out, err, started, timed_out)
 
     async def _kill(self, session: ExecSession, work: asyncio.Future) -> None:
         with suppress(SandboxError):
@@ -244,11 +236,7 @@ class ModalSandbox:
 
     async def put(self, host_dir: Path, path: str = ".") -> None:
         modal = _modal()
-        try:
-            pipe = TarPipe(Path(host_dir))
-        except OSError as exc:
-            raise SandboxError(f"reading {host_dir} for the sandbox failed: {exc}") from exc
-        with pipe:
+        with streamed(Path(host_dir), what="for the sandbox") as pipe:
             try:
                 proc = await self._sb.exec.aio(
                     "bash", "-c", _UNTAR, "untar", self._abs(path), text=False
@@ -264,10 +252,6 @@ class ModalSandbox:
                 )
             except modal.exception.Error as exc:
                 raise SandboxError(f"modal exec failed: {exc}") from exc
-            try:
-                pipe.finish()
-            except OSError as exc:
-                raise SandboxError(f"reading {host_dir} for the sandbox failed: {exc}") from exc
         if code != 0:
             detail = stderr.decode(errors="replace").strip()
             raise OSError(f"unpacking {host_dir} in the sandbox failed: {detail}")

@@ -99,19 +99,19 @@ from evalrun.sandbox.base import (
 )
 from evalrun.sandbox.bwrap import cgroup
 from evalrun.sandbox.common import hostfs
-from evalrun.sandbox.common.clear import clear_argv, clear_notes, restored_notes
+from evalrun.sandbox.common.clear import clear_argv, cleared, restored_notes
 from evalrun.sandbox.common.limits import DiskLimit, check_positive, host_disk_usage
 from evalrun.sandbox.common.owner import (
-    MARKER_FILE,
     PROCESS_MARKER,
     kill_marked,
-    mark_root,
+    new_root,
+    release_root,
     remove_tree,
     sweep_roots,
 )
 from evalrun.sandbox.common.process import run_process
 from evalrun.sandbox.common.seccomp import NO_TRACE_FILTER
-from evalrun.sandbox.common.transfer import TarPipe
+from evalrun.sandbox.common.transfer import streamed
 
 SANDBOX_UID = 1000
 INSTALL_HINT = "install bubblewrap (apt-get install bubblewrap)"
@@ -337,16 +337,8 @@ class BwrapSandbox:
                 )
             except (hostfs.NotHere, OSError):
                 pass  # the sandboxed way below handles (or reports) what is there
-        try:
-            pipe = TarPipe(Path(host_dir))
-        except OSError as exc:
-            raise SandboxError(f"reading {host_dir} to copy it in failed: {exc}") from exc
-        with pipe:
+        with streamed(Path(host_dir)) as pipe:
             await self._transfer(_UNTAR, self._abs(path), Role.harness, stdin=pipe.read_fd)
-            try:
-                pipe.finish()
-            except OSError as exc:
-                raise SandboxError(f"reading {host_dir} to copy it in failed: {exc}") from exc
 
     async def get(self, path: str, host_dir: Path, exclude: Sequence[str] = ()) -> bool:
         raise SandboxError("sandbox=bwrap does not copy files out of its sandboxes")
@@ -381,10 +373,7 @@ class BwrapSandbox:
         result = await self._run(
             clear_argv(absolute), Role.harness, cwd="/", timeout_s=CLEAR_TIMEOUT_S
         )
-        if not result.ok:
-            detail = result.stderr.strip() or f"exit {result.exit_code}"
-            raise OSError(f"could not clear {', '.join(paths)}: {detail}")
-        return clear_notes(result.stdout, self.workdir)
+        return cleared(paths, result.exit_code, result.stdout, result.stderr, self.workdir)
 
     async def over_limit(self) -> str | None:
         if self.limits.disk is None:
@@ -635,12 +624,9 @@ class BwrapBackend:
     async def open(
         self, label: str, spec: SandboxSpec = DEFAULT_SPEC
     ) -> AsyncIterator[BwrapSandbox]:
-        problem = self.cannot_host(spec)
-        if problem:
+        if problem := self.cannot_host(spec):
             raise SandboxError(problem)
-        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)
-        root = Path(tempfile.mkdtemp(prefix=f"evalrun-bwrap-{safe}-"))
-        mark_root(root, self.name, keep=self.keep_workspaces)
+        root = new_root(label, self.name, self.keep_workspaces, prefix="evalrun-bwrap-")
         group = None
         self._open[root] = None
         try:
@@ -656,10 +642,7 @@ class BwrapBackend:
         kill_marked(root)
         if group is not None:
             cgroup.remove(group)
-        if self.keep_workspaces:
-            (root / MARKER_FILE).unlink(missing_ok=True)
-        else:
-            remove_tree(root)
+        release_root(root, self.keep_workspaces)
         self._open.pop(root, None)
 
     def abandon(self) -> None:

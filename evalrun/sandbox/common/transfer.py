@@ -25,6 +25,8 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
+from evalrun.errors import SandboxError
+
 CHUNK = 1 << 20
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)  # Linux
 
@@ -100,6 +102,25 @@ class TarPipe:
     def __exit__(self, *exc: object) -> None:
         self.close_reader()
         self._thread.join()
+
+
+@contextlib.contextmanager
+def streamed(
+    folder: Path, prefix: str = "", owner: tuple[int, int] = (0, 0), what: str = "to copy it in"
+) -> Iterator[TarPipe]:
+    """A `TarPipe` of `folder` for the `with` block, whose writer is waited for at its end. An
+    `OSError` reading the host folder is the harness's failure: `SandboxError` ("reading
+    <folder> <what> failed"); errors of the block itself pass through unchanged."""
+    try:
+        pipe = TarPipe(folder, prefix, owner)
+    except OSError as exc:
+        raise SandboxError(f"reading {folder} {what} failed: {exc}") from exc
+    with pipe:
+        yield pipe
+        try:
+            pipe.finish()
+        except OSError as exc:
+            raise SandboxError(f"reading {folder} {what} failed: {exc}") from exc
 
 
 def tar_file(name: str, data: bytes, owner: tuple[int, int] = (0, 0), mode: int = 0o644) -> bytes:

@@ -96,9 +96,9 @@ from evalrun.sandbox.base import (
 from evalrun.sandbox.common.clear import clear_argv, clear_notes
 from evalrun.sandbox.common.container import AS_USER, ExecSession, as_user_args, end_agent_argv
 from evalrun.sandbox.common.limits import DU_SCRIPT, DiskLimit, check_positive
-from evalrun.sandbox.common.output import BoundedBuffer
+from evalrun.sandbox.common.output import BoundedBuffer, exec_result
 from evalrun.sandbox.common.owner import owner_alive, start_time
-from evalrun.sandbox.common.transfer import TarPipe, first_file, tar_dirs, tar_file, unpack
+from evalrun.sandbox.common.transfer import first_file, streamed, tar_dirs, tar_file, unpack
 from evalrun.sandbox.docker.egress import EgressGate, proxy_env
 from evalrun.sandbox.docker.images import TaskImages, local_id
 
@@ -247,15 +247,7 @@ class DockerSandbox:
         if user == IMAGE_USER and not self._agent_done:  # what it made is the agent's to change
             owned = f"{self.owner_ids[0]}:{self.owner_ids[1]}"
             await self._run(["bash", "-c", _ADOPT, "adopt", owned, self.workdir], "0")
-        return ExecResult(
-            exit_code=exit_code,
-            stdout=out.text(),
-            stderr=err.text(),
-            duration_s=time.monotonic() - started,
-            timed_out=timed_out,
-            stdout_bytes=out.total,
-            stderr_bytes=err.total,
-        )
+        return exec_result(exit_code, out, err, started, timed_out)
 
     async def _kill(self, session: ExecSession, drained: asyncio.Future, sock: Any) -> None:
         """Kill the session's tree; restart the container if that does not end the command."""
@@ -339,17 +331,9 @@ class DockerSandbox:
         raise SandboxError(f"too many symlinks reading {path}")
 
     async def put(self, host_dir: Path, path: str = ".") -> None:
-        target = self._abs(path)
-        try:
-            pipe = TarPipe(Path(host_dir), target.lstrip("/"), self.owner_ids)
-        except OSError as exc:
-            raise SandboxError(f"reading {host_dir} to copy it in failed: {exc}") from exc
-        with pipe:
+        prefix = self._abs(path).lstrip("/")
+        with streamed(Path(host_dir), prefix, self.owner_ids) as pipe:
             await self._call("put_archive", self._container.put_archive, "/", pipe.chunks())
-            try:
-                pipe.finish()
-            except OSError as exc:
-                raise SandboxError(f"reading {host_dir} to copy it in failed: {exc}") from exc
 
     async def get(self, path: str, host_dir: Path, exclude: Sequence[str] = ()) -> bool:
         import tarfile
