@@ -79,24 +79,19 @@ from evalrun.sandbox.base import (
     DEFAULT_SPEC,
     HOME_DIR,
     PRIVATE_DIR,
-    SANDBOX_PATH,
     WORKDIR,
     Command,
     ExecResult,
     Network,
     SandboxSpec,
     needs_docker,
-    sandbox_env,
 )
-from evalrun.sandbox.common.clear import clear_argv, clear_notes
-from evalrun.sandbox.common.container import ExecSession, end_agent_argv
+from evalrun.sandbox.common.clear import clear_argv, cleared
+from evalrun.sandbox.common.container import EXEC_DIR, ExecSession, command_env, end_agent_argv
 from evalrun.sandbox.common.output import BoundedBuffer, exec_result
 from evalrun.sandbox.common.owner import current_owner, owner_alive
 from evalrun.sandbox.common.transfer import CHUNK, streamed
 
-EXEC_DIR = f"{PRIVATE_DIR}/exec"
-VERIFIER_HOME = f"{PRIVATE_DIR}/verifier-home"
-VERIFIER_TMP = f"{PRIVATE_DIR}/verifier-tmp"
 CLEAR_TIMEOUT_S = 120
 KILL_GRACE_S = 5.0
 EXEC_TIMEOUT_MARGIN_S = 10  # Modal's exec timeout, a backstop behind ours
@@ -143,17 +138,17 @@ class ModalSandbox:
     def _abs(self, path: str) -> str:
         return posixpath.normpath(posixpath.join(WORKDIR, path))
 
-    async def _plain(self, argv: Sequence[str]) -> tuple[int, str]:
-        """Run a short harness command; (exit code, stderr)."""
+    async def _plain(self, argv: Sequence[str]) -> tuple[int, str, str]:
+        """Run a short harness command; (exit code, stdout, stderr)."""
         modal = _modal()
         try:
             proc = await self._sb.exec.aio(*argv, text=False)
-            _, stderr, code = await asyncio.gather(
+            stdout, stderr, code = await asyncio.gather(
                 proc.stdout.read.aio(), proc.stderr.read.aio(), proc.wait.aio()
             )
         except modal.exception.Error as exc:
             raise SandboxError(f"modal exec failed: {exc}") from exc
-        return code, stderr.decode(errors="replace")
+        return code, stdout.decode(errors="replace"), stderr.decode(errors="replace")
 
     async def exec(
         self,
@@ -166,15 +161,8 @@ class ModalSandbox:
     ) -> ExecResult:
         modal = _modal()
         argv = ["bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
-        home, tmp = (VERIFIER_HOME, VERIFIER_TMP) if self._agent_done else (HOME_DIR, "/tmp")
-        full_env = sandbox_env(
-            home=home,
-            tmpdir=tmp,
-            path=SANDBOX_PATH,
-            extra={**self._env, **(env or {})},
-            verifier=self._agent_done,
-        )
-        session = ExecSession.new(EXEC_DIR)
+        full_env = command_env(self._agent_done, {**self._env, **(env or {})})
+        session = ExecSession.new()
         # every command runs as root here: the verifier's is shielded (the no-trace filter)
         wrapped = session.argv(
             argv, cwd=self._abs(cwd or "."), env=full_env, shield=self._agent_done
@@ -260,9 +248,7 @@ class ModalSandbox:
         raise SandboxError("sandbox=modal does not copy files out of its sandboxes")
 
     async def end_agent(self) -> None:
-        code, stderr = await self._plain(
-            end_agent_argv((0, 0), VERIFIER_HOME, VERIFIER_TMP, ["/logs/verifier"])
-        )
+        code, _, stderr = await self._plain(end_agent_argv((0, 0)))
         if code != 0:
             raise SandboxError(f"could not end the agent's processes: {stderr.strip()}")
         self._agent_done = True
@@ -272,18 +258,8 @@ class ModalSandbox:
 
     async def clear(self, paths: Sequence[str]) -> list[str]:
         argv = ["timeout", str(CLEAR_TIMEOUT_S), *clear_argv([self._abs(p) for p in paths])]
-        modal = _modal()
-        try:
-            proc = await self._sb.exec.aio(*argv, text=False)
-            stdout, stderr, code = await asyncio.gather(
-                proc.stdout.read.aio(), proc.stderr.read.aio(), proc.wait.aio()
-            )
-        except modal.exception.Error as exc:
-            raise SandboxError(f"modal exec failed: {exc}") from exc
-        if code != 0:
-            detail = stderr.decode(errors="replace").strip() or f"exit {code}"
-            raise OSError(f"could not clear {', '.join(paths)}: {detail}")
-        return clear_notes(stdout.decode(errors="replace"), WORKDIR)
+        code, stdout, stderr = await self._plain(argv)
+        return cleared(paths, code, stdout, stderr, WORKDIR)
 
     async def over_limit(self) -> str | None:
         return None
@@ -502,7 +478,7 @@ class ModalBackend:
         try:
             box = ModalSandbox(sandbox, self.output_limit, dict(spec.env))
             box.kept_at = f"modal sandbox {box.sandbox_id}" if self.keep_workspaces else None
-            code, stderr = await box._plain(["bash", "-c", _PREPARE])
+            code, _, stderr = await box._plain(["bash", "-c", _PREPARE])
             if code != 0:
                 raise SandboxError(f"preparing the modal sandbox failed: {stderr.strip()}")
             yield box

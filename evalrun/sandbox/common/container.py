@@ -42,7 +42,13 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from evalrun.sandbox.base import HOME_DIR, PRIVATE_DIR, SANDBOX_PATH, sandbox_env
 from evalrun.sandbox.common.seccomp import LAUNCHER, NO_TRACE_FILTER
+
+EXEC_DIR = f"{PRIVATE_DIR}/exec"  # the sessions' pid files
+VERIFIER_HOME = f"{PRIVATE_DIR}/verifier-home"  # made by `END_AGENT`, as is
+VERIFIER_TMP = f"{PRIVATE_DIR}/verifier-tmp"
+VERIFIER_LOGS = "/logs/verifier"  # Harbor verifiers write their reward here
 
 # Kill every process (except zombies and $me) whose session id is $sid; repeat until none is
 # left. Field 4 after the command name in /proc/<pid>/stat is the session id.
@@ -179,8 +185,8 @@ class ExecSession:
     pidfile: str
 
     @classmethod
-    def new(cls, folder: str) -> ExecSession:
-        return cls(posixpath.join(folder, f"exec-{uuid.uuid4().hex}.pid"))
+    def new(cls) -> ExecSession:
+        return cls(posixpath.join(EXEC_DIR, f"exec-{uuid.uuid4().hex}.pid"))
 
     def argv(
         self,
@@ -208,6 +214,13 @@ class ExecSession:
         """The argv (run as root) that kills this session's whole process tree (safe to run more
         than once), ended by `timeout` if it ever hangs."""
         return ["timeout", str(KILL_TIMEOUT_S), "bash", "-c", KILLER, self.pidfile]
+
+
+def command_env(verifying: bool, extra: Mapping[str, str]) -> dict[str, str]:
+    """The environment of a command in a container, `extra` added: the agent's HOME and
+    TMPDIR, or once the agent phase is over (`verifying`) the verifier's fresh ones."""
+    home, tmp = (VERIFIER_HOME, VERIFIER_TMP) if verifying else (HOME_DIR, "/tmp")
+    return sandbox_env(home=home, tmpdir=tmp, path=SANDBOX_PATH, extra=extra, verifier=verifying)
 
 
 # $1 owner (uid:gid) of $2 (the verifier's HOME), $3 (its TMPDIR) and $4... (folders it writes
@@ -245,23 +258,12 @@ done
 """
 
 
-def end_agent_argv(
-    owner: tuple[int, int], home: str, tmp: str, results: Sequence[str] = ()
-) -> list[str]:
+def end_agent_argv(owner: tuple[int, int]) -> list[str]:
     """The argv (run as root, under `timeout`) of `END_AGENT` for a verifier running as
-    `owner`; `results` are the folders it writes its results into."""
-    return [
-        "timeout",
-        str(END_AGENT_TIMEOUT_S),
-        "bash",
-        "-c",
-        END_AGENT,
-        "evalrun-end-agent",
-        f"{owner[0]}:{owner[1]}",
-        home,
-        tmp,
-        *results,
-    ]
+    `owner`: its HOME `VERIFIER_HOME`, its TMPDIR `VERIFIER_TMP`, its results in `VERIFIER_LOGS`."""
+    folders = [f"{owner[0]}:{owner[1]}", VERIFIER_HOME, VERIFIER_TMP, VERIFIER_LOGS]
+    script = ["bash", "-c", END_AGENT, "evalrun-end-agent", *folders]
+    return ["timeout", str(END_AGENT_TIMEOUT_S), *script]
 
 
 END_AGENT_TIMEOUT_S = 60  # the end of the agent phase, as root: killing, then fresh folders

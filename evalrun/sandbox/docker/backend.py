@@ -83,7 +83,6 @@ from evalrun.sandbox.base import (
     HOME_DIR,
     IMAGE_USER,
     PRIVATE_DIR,
-    SANDBOX_PATH,
     WORKDIR,
     Command,
     ExecResult,
@@ -91,10 +90,17 @@ from evalrun.sandbox.base import (
     SandboxSpec,
     TaskImage,
     bad_workdir,
-    sandbox_env,
 )
-from evalrun.sandbox.common.clear import clear_argv, clear_notes
-from evalrun.sandbox.common.container import AS_USER, ExecSession, as_user_args, end_agent_argv
+from evalrun.sandbox.common.clear import clear_argv, cleared
+from evalrun.sandbox.common.container import (
+    AS_USER,
+    EXEC_DIR,
+    VERIFIER_LOGS,
+    ExecSession,
+    as_user_args,
+    command_env,
+    end_agent_argv,
+)
 from evalrun.sandbox.common.limits import DU_SCRIPT, DiskLimit, check_positive
 from evalrun.sandbox.common.output import BoundedBuffer, exec_result
 from evalrun.sandbox.common.owner import owner_alive, start_time
@@ -108,9 +114,6 @@ if TYPE_CHECKING:
 _CONF = DockerSandboxConf()
 DEFAULT_IMAGE = _CONF.image
 PASSWD_BYTES = 1 << 20  # an image's /etc/passwd is read up to this size
-EXEC_DIR = f"{PRIVATE_DIR}/exec"
-VERIFIER_HOME = f"{PRIVATE_DIR}/verifier-home"
-VERIFIER_TMP = f"{PRIVATE_DIR}/verifier-tmp"
 LABEL = "evalrun"
 OWNER_LABEL = "evalrun.owner"  # "<hostname>:<pid>" of the evalrun process that made it
 OWNER_START_LABEL = "evalrun.owner_start"  # that process's start time (a reused pid is not it)
@@ -126,7 +129,6 @@ MAX_GET_BYTES = 512 * 1024 * 1024  # what `get` copies out at once (a separate v
 # character device or irregular file.
 GO_MODE_DIR = 1 << 31
 GO_MODE_SPECIAL = (1 << 25) | (1 << 24) | (1 << 26) | (1 << 21) | (1 << 19)
-VERIFIER_LOGS = "/logs/verifier"  # Harbor verifiers write their reward here
 ABANDON_TIMEOUT_S = 20.0
 # As root: copy a staged file ($1, root's) to its target ($2) through a process of the agent's
 # user (as_user's arguments follow), so that a path the agent chose can only reach what its user
@@ -209,15 +211,8 @@ class DockerSandbox:
         user: str | None = None,
     ) -> ExecResult:
         argv = ["bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
-        home, tmp = (VERIFIER_HOME, VERIFIER_TMP) if self._agent_done else (HOME_DIR, "/tmp")
-        full_env = sandbox_env(
-            home=home,
-            tmpdir=tmp,
-            path=SANDBOX_PATH,
-            extra={**self._env, **self._proxy_env(), **(env or {})},
-            verifier=self._agent_done,
-        )
-        session = ExecSession.new(EXEC_DIR)
+        full_env = command_env(self._agent_done, {**self._env, **self._proxy_env(), **(env or {})})
+        session = ExecSession.new()
         ids = self.owner_ids if user is None else await self._ids_of(user)
         wrapped = session.argv(
             argv, cwd=self._abs(cwd or "."), env=full_env, user=ids, shield=self._agent_done
@@ -354,7 +349,7 @@ class DockerSandbox:
         return True
 
     async def end_agent(self) -> None:
-        argv = end_agent_argv(self.owner_ids, VERIFIER_HOME, VERIFIER_TMP, [VERIFIER_LOGS])
+        argv = end_agent_argv(self.owner_ids)
         code, _, stderr = await self._run(argv, "0")
         if code != 0:  # a process outran the killer: a restart ends them all, files stay
             await self._call("restart", self._container.restart, timeout=0)
@@ -399,10 +394,7 @@ class DockerSandbox:
         absolute = [self._abs(p) for p in paths]
         argv = ["timeout", str(ROOT_TIMEOUT_S), *clear_argv(absolute)]
         code, stdout, stderr = await self._run(argv, "0")
-        if code != 0:
-            detail = stderr.strip() or f"exit {code}"
-            raise OSError(f"could not clear {', '.join(paths)}: {detail}")
-        return clear_notes(stdout, self.workdir)
+        return cleared(paths, code, stdout, stderr, self.workdir)
 
     async def over_limit(self) -> str | None:
         if self._disk is None:
