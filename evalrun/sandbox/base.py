@@ -325,8 +325,6 @@ RESERVED_PATHS += ("/libx32", "/proc", "/sbin", "/sys", "/tmp", "/usr")
 def bad_workdir(path: str) -> str | None:
     """Why `path` cannot be a sandbox's workspace (None: it can): it must be an absolute, normal
     path that is not `/` and not in or above a folder the sandboxes themselves provide."""
-    import posixpath
-
     if not path.startswith("/") or posixpath.normpath(path) != path.rstrip("/") or path == "/":
         return f"expected an absolute path like /app, got {path!r}"
     for reserved in RESERVED_PATHS:

@@ -87,7 +87,13 @@ from evalrun.sandbox.base import (
     needs_docker,
 )
 from evalrun.sandbox.common.clear import clear_argv, cleared
-from evalrun.sandbox.common.container import EXEC_DIR, ExecSession, command_env, end_agent_argv
+from evalrun.sandbox.common.container import (
+    EXEC_DIR,
+    ExecSession,
+    command_env,
+    end_agent_argv,
+    uncancelled,
+)
 from evalrun.sandbox.common.output import BoundedBuffer, exec_result
 from evalrun.sandbox.common.owner import current_owner, owner_alive
 from evalrun.sandbox.common.transfer import CHUNK, streamed
@@ -483,9 +489,4 @@ class ModalBackend:
                 raise SandboxError(f"preparing the modal sandbox failed: {stderr.strip()}")
             yield box
         finally:
-            closing = asyncio.ensure_future(self._terminate(sandbox))
-            try:
-                await asyncio.shield(closing)
-            except asyncio.CancelledError:
-                await closing
-                raise
+            await uncancelled(self._terminate(sandbox))

@@ -37,13 +37,17 @@ could not write.
 
 from __future__ import annotations
 
+import asyncio
 import posixpath
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from evalrun.sandbox.base import HOME_DIR, PRIVATE_DIR, SANDBOX_PATH, sandbox_env
 from evalrun.sandbox.common.seccomp import LAUNCHER, NO_TRACE_FILTER
+
+T = TypeVar("T")
 
 EXEC_DIR = f"{PRIVATE_DIR}/exec"  # the sessions' pid files
 VERIFIER_HOME = f"{PRIVATE_DIR}/verifier-home"  # made by `END_AGENT`, as is
@@ -214,6 +218,17 @@ class ExecSession:
         """The argv (run as root) that kills this session's whole process tree (safe to run more
         than once), ended by `timeout` if it ever hangs."""
         return ["timeout", str(KILL_TIMEOUT_S), "bash", "-c", KILLER, self.pidfile]
+
+
+async def uncancelled(work: Awaitable[T]) -> T:
+    """Await `work` to its end even when the caller is cancelled meanwhile (the cancellation is
+    raised once it is done): a sandbox's teardown is never cut short."""
+    task = asyncio.ensure_future(work)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await task
+        raise
 
 
 def command_env(verifying: bool, extra: Mapping[str, str]) -> dict[str, str]:

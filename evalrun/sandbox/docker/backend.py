@@ -71,7 +71,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, replace
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -100,6 +100,7 @@ from evalrun.sandbox.common.container import (
     as_user_args,
     command_env,
     end_agent_argv,
+    uncancelled,
 )
 from evalrun.sandbox.common.limits import DU_SCRIPT, DiskLimit, check_positive
 from evalrun.sandbox.common.output import BoundedBuffer, exec_result
@@ -447,6 +448,15 @@ def _pump_in_thread(sock: Any, out: BoundedBuffer, err: BoundedBuffer) -> asynci
 
     threading.Thread(target=pump, name="evalrun-docker-exec", daemon=True).start()
     return done
+
+
+def _in_threads(calls: Sequence[Callable[[], None]], deadline: float) -> None:
+    """Run the calls at once, each in a daemon thread of its own; wait for them until `deadline`."""
+    threads = [threading.Thread(target=call, daemon=True) for call in calls]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
 
 
 def _close_socket(sock: Any) -> None:
@@ -849,27 +859,16 @@ class DockerBackend:
             labelled = {"label": [f"{OWNER_LABEL}={self.owner_label}", f"{LABEL}=1"]}
             for listed in self.client.containers.list(all=True, filters=labelled, sparse=True):
                 mine.setdefault(listed.id, listed)
-        threads = [
-            threading.Thread(target=self._remove_by, args=(c, deadline), daemon=True)
-            for c in mine.values()
-        ]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
+        _in_threads([partial(self._remove_by, c, deadline) for c in mine.values()], deadline)
         for gate in list(self._gates.values()):  # their containers went with the owner's
             if time.monotonic() < deadline:
                 gate.close(self.client)
         if self.keep_workspaces:
             return
-        threads = [  # the compose projects' networks and volumes, now that no container uses them
-            threading.Thread(target=self._remove_project, args=(name,), daemon=True)
-            for name in list(self._projects)
-        ]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
+        # the compose projects' networks and volumes, now that no container uses them
+        _in_threads(
+            [partial(self._remove_project, name) for name in list(self._projects)], deadline
+        )
 
     def _remove_project(self, name: str) -> None:
         from evalrun.sandbox.docker.compose import remove_project
@@ -944,12 +943,7 @@ class DockerBackend:
         try:
             yield DockerSandbox(self, container, started)
         finally:
-            disposing = asyncio.ensure_future(asyncio.to_thread(self._dispose, container))
-            try:
-                await asyncio.shield(disposing)
-            except asyncio.CancelledError:
-                await disposing
-                raise
+            await uncancelled(asyncio.to_thread(self._dispose, container))
 
     @asynccontextmanager
     async def _open_compose(
@@ -983,12 +977,7 @@ class DockerBackend:
             try:
                 yield DockerSandbox(self, container, started)
             finally:
-                disposing = asyncio.ensure_future(asyncio.to_thread(self._end_project, project))
-                try:
-                    await asyncio.shield(disposing)
-                except asyncio.CancelledError:
-                    await disposing
-                    raise
+                await uncancelled(asyncio.to_thread(self._end_project, project))
 
     def _compose_project(
         self, folder: Path, label: str, image: str, spec: SandboxSpec

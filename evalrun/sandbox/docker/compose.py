@@ -38,7 +38,6 @@ from evalrun.sandbox.docker.images import aliased, context_digest, image_tag
 MAIN = "main"
 PROJECT_LABEL = "com.docker.compose.project"
 SERVICE_LABEL = "com.docker.compose.service"
-COMPOSE_FILES = ("docker-compose.yaml", "docker-compose.yml")
 UP_WAIT_S = 300  # how long `up --wait` waits for every service to be running and healthy
 DOWN_TIMEOUT_S = 120
 OUTPUT_TAIL = 1500  # what of compose's output a failure's reason keeps
