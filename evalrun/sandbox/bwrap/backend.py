@@ -541,19 +541,9 @@ class BwrapBackend:
         if shield_fd is not None:
             mounts += ["--remount-ro", "/proc", "--seccomp", str(shield_fd)]
         limits = limits or self.limits_for(DEFAULT_SPEC)
-        wrapper = ["bash", "-c", self._limits(group, limits), "evalrun-limits"]
-        return [
-            *prefix,
-            self._bwrap,
-            *self._fixed_args,
-            *mounts,
-            "--remount-ro",
-            "/",
-            "--chdir",
-            cwd,
-            *wrapper,
-            *argv,
-        ]
+        wrapper = ["bash", "-c", self._limits(group, limits), "evalrun-limits", *argv]
+        namespaces = [*self._fixed_args, *mounts, "--remount-ro", "/", "--chdir", cwd]
+        return [*prefix, self._bwrap, *namespaces, *wrapper]
 
     # --- the SandboxBackend contract ----------------------------------------------------------
     def add_read_only(self, paths: Sequence[Path], *, live: bool) -> None:

@@ -22,7 +22,7 @@ import os
 import posixpath
 import tarfile
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from evalrun.errors import SandboxError
@@ -123,24 +123,19 @@ def streamed(
             raise SandboxError(f"reading {folder} {what} failed: {exc}") from exc
 
 
-def tar_file(name: str, data: bytes, owner: tuple[int, int] = (0, 0), mode: int = 0o644) -> bytes:
-    """A tar holding one regular file `name` (parents are created by whoever extracts it)."""
+def tar_bytes(entries: Iterable[tuple[str, bytes | None, int, tuple[int, int]]]) -> bytes:
+    """A tar of folders and regular files, each (name, its bytes or None for a folder, mode,
+    (uid, gid)); parents not listed are created by whoever extracts it."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        info = owned_by(tarfile.TarInfo(name), owner)
-        info.size, info.mode = len(data), mode
-        tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
-
-
-def tar_dirs(folders: Mapping[str, tuple[int, tuple[int, int]]]) -> bytes:
-    """A tar holding only folders: {name: (mode, (uid, gid))}."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for name, (mode, owner) in folders.items():
+        for name, data, mode, owner in entries:
             info = owned_by(tarfile.TarInfo(name), owner)
-            info.type, info.mode = tarfile.DIRTYPE, mode
-            tar.addfile(info)
+            info.mode = mode
+            if data is None:
+                info.type = tarfile.DIRTYPE
+            else:
+                info.size = len(data)
+            tar.addfile(info, None if data is None else io.BytesIO(data))
     return buffer.getvalue()
 
 

@@ -70,7 +70,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -105,7 +105,7 @@ from evalrun.sandbox.common.container import (
 from evalrun.sandbox.common.limits import DU_SCRIPT, DiskLimit, check_positive
 from evalrun.sandbox.common.output import BoundedBuffer, exec_result
 from evalrun.sandbox.common.owner import owner_alive, start_time
-from evalrun.sandbox.common.transfer import first_file, streamed, tar_dirs, tar_file, unpack
+from evalrun.sandbox.common.transfer import first_file, streamed, tar_bytes, unpack
 from evalrun.sandbox.docker.egress import EgressGate, proxy_env
 from evalrun.sandbox.docker.images import TaskImages, local_id
 
@@ -182,7 +182,6 @@ class DockerSandbox:
             if backend.keep_workspaces
             else None
         )
-        self.user = started.user
         self.owner_ids = started.owner_ids
         self._env = dict(started.env)
         self._agent_done = False
@@ -266,8 +265,9 @@ class DockerSandbox:
         if user == IMAGE_USER:
             user = self._image_user
         if user not in self._users:
-            found = await self._call("user lookup", _resolve_user, self._container, user)
-            self._users[user] = found[1]
+            self._users[user] = await self._call(
+                "user lookup", _resolve_user, self._container, user
+            )
         return self._users[user]
 
     async def _run(self, argv: Sequence[str], user: str) -> tuple[int, str, str]:
@@ -284,12 +284,12 @@ class DockerSandbox:
         payload = data.encode() if isinstance(data, str) else data
         if self._agent_done:  # the harness's own file (the answer): root's, as it should stay
             owner = (0, 0) if target.startswith(PRIVATE_DIR + "/") else self.owner_ids
-            archive = tar_file(target.lstrip("/"), payload, owner)
+            archive = tar_bytes([(target.lstrip("/"), payload, 0o644, owner)])
             await self._call("put_archive", self._container.put_archive, "/", archive)
             return
         # The agent's write, made by the agent's user from a copy staged where only root looks.
         staged = f"{EXEC_DIR}/stage-{uuid.uuid4().hex}"
-        archive = tar_file(staged.lstrip("/"), payload, (0, 0), mode=0o600)
+        archive = tar_bytes([(staged.lstrip("/"), payload, 0o600, (0, 0))])
         await self._call("put_archive", self._container.put_archive, "/", archive)
         copy = ["bash", "-c", _COPY_STAGED, "evalrun-write", staged, target]
         argv = ["timeout", str(ROOT_TIMEOUT_S), *copy, *as_user_args(self.owner_ids, False)]
@@ -799,7 +799,7 @@ class DockerBackend:
         try:
             if attached is not None and phases[0] != attached:  # the agent's phase: none
                 api.disconnect_container_from_network(container.id, attached)
-            user, owner = self._users_of(container, spec)
+            owner = self._owner_of(container, spec)
             _make_folders(container, workdir, owner)
             container.start()
             if spec.image is not None:
@@ -811,14 +811,13 @@ class DockerBackend:
         if gate is not None:
             self._gates[container.id] = gate
             gate.allow(spec.hosts[0] if phases[0] == gate.network else spec.hosts[1])
-        started = Started(workdir, user, owner, spec.env, disk, phases, image_user)
-        return container, replace(started, gate=gate, hosts=spec.hosts)
+        return container, Started(
+            workdir, owner, spec.env, disk, phases, image_user, gate, spec.hosts
+        )
 
-    def _users_of(self, container: Any, spec: SandboxSpec) -> tuple[str, tuple[int, int]]:
-        """What commands run as (uid:gid or a name) and who owns the files put in."""
-        if spec.user is not None:
-            return _resolve_user(container, spec.user)
-        return self.user, self.owner_ids
+    def _owner_of(self, container: Any, spec: SandboxSpec) -> tuple[int, int]:
+        """Who commands run as and owns the files put in: (uid, gid)."""
+        return self.owner_ids if spec.user is None else _resolve_user(container, spec.user)
 
     def _image_user(self, image: str) -> str:
         return (self.client.images.get(image).attrs.get("Config") or {}).get("User") or "0"
@@ -1029,7 +1028,7 @@ class DockerBackend:
             project.up(timeout)
             container = main_container(self.client, project.name)
             workdir = self._workdir_of(image, spec)
-            user, owner = self._users_of(container, spec)
+            owner = self._owner_of(container, spec)
             _make_folders(container, workdir, owner)
             if spec.image is not None:
                 _adopt_workspace(container, workdir, owner)
@@ -1040,7 +1039,7 @@ class DockerBackend:
         networks = (project.network, project.network)
         image_user = self._image_user(image)
         env = tuple(sorted({**self._service_env(container, image), **dict(spec.env)}.items()))
-        return container, Started(workdir, user, owner, env, disk, networks, image_user)
+        return container, Started(workdir, owner, env, disk, networks, image_user)
 
     def _service_env(self, container: Any, image: str) -> dict[str, str]:
         """The variables the compose file gives `main` (its `environment`, beyond the image's
@@ -1080,7 +1079,6 @@ class Started:
     """What one sample's container was started with, as its sandbox needs to know."""
 
     workdir: str
-    user: str  # what `docker exec` runs commands as: uid:gid or a name
     owner_ids: tuple[int, int]  # who owns the files put into it
     env: tuple[tuple[str, str], ...]
     disk: DiskLimit | None  # the sample's disk limit: the task's storage_mb, else disk_mb
@@ -1114,7 +1112,7 @@ def _make_folders(container: Any, workdir: str, owner: tuple[int, int]) -> None:
         # then made fresh for the verifier (`end_agent`)
         VERIFIER_LOGS: (0o755, root),
     }
-    container.put_archive("/", tar_dirs({k[1:]: v for k, v in folders.items()}))
+    container.put_archive("/", tar_bytes([(k[1:], None, *v) for k, v in folders.items()]))
 
 
 def _adopt_workspace(container: Any, workdir: str, owner: tuple[int, int]) -> None:
@@ -1130,15 +1128,15 @@ def _adopt_workspace(container: Any, workdir: str, owner: tuple[int, int]) -> No
         raise SandboxError(f"could not hand {workdir} to the sandbox user: {done.output!r}")
 
 
-def _resolve_user(container: Any, user: str) -> tuple[str, tuple[int, int]]:
-    """A task's user (a name in the image, a uid, or uid:gid) as (exec user, (uid, gid))."""
+def _resolve_user(container: Any, user: str) -> tuple[int, int]:
+    """A task's user (a name in the image, a uid, or uid:gid) as (uid, gid)."""
     if _USER.match(user):
         uid, _, gid = user.partition(":")
-        return f"{uid}:{gid or uid}", (int(uid), int(gid or uid))
+        return int(uid), int(gid or uid)
     chunks, _ = container.get_archive("/etc/passwd")
     passwd = (first_file(chunks, PASSWD_BYTES) or b"").decode(errors="replace")
     for line in passwd.splitlines():
         fields = line.split(":")
         if len(fields) > 3 and fields[0] == user and fields[2].isdigit() and fields[3].isdigit():
-            return f"{fields[2]}:{fields[3]}", (int(fields[2]), int(fields[3]))
+            return int(fields[2]), int(fields[3])
     raise SandboxError(f"the task's user {user!r} is not in the image's /etc/passwd")

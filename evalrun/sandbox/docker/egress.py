@@ -19,13 +19,13 @@ sample's container: at its end, on Ctrl-C, and by the orphan sweep.
 
 from __future__ import annotations
 
-import io
-import tarfile
 import uuid
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from evalrun.sandbox.common.transfer import tar_bytes
 
 PROXY_PORT = 3128
 GATE_ALIAS = "evalrun-egress-gate"  # the gate's name on the internal network
@@ -132,16 +132,7 @@ def _allow_file(hosts: tuple[str, ...]) -> bytes:
 
 
 def _tar(files: dict[str, bytes]) -> bytes:
-    """A tar of `files` (absolute paths), readable by the gate's nobody user."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as archive:
-        folders = sorted({str(Path(p).parent).lstrip("/") for p in files})
-        for folder in folders:
-            info = tarfile.TarInfo(folder)
-            info.type, info.mode = tarfile.DIRTYPE, 0o755
-            archive.addfile(info)
-        for path, data in files.items():
-            info = tarfile.TarInfo(path.lstrip("/"))
-            info.size, info.mode = len(data), 0o644
-            archive.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
+    """A tar of `files` (absolute paths) and their folders, readable by the gate's nobody user."""
+    folders = sorted({str(Path(p).parent).lstrip("/") for p in files})
+    entries = [(folder, None, 0o755, (0, 0)) for folder in folders]
+    return tar_bytes(entries + [(p.lstrip("/"), data, 0o644, (0, 0)) for p, data in files.items()])
