@@ -721,17 +721,15 @@ class DockerBackend:
     def _create(self, label: str, image: str, spec: SandboxSpec) -> tuple[Any, Started]:
         """Create, seed and start one container (blocking; runs in a thread). With a network
         per phase, it is created on the one that is not `none` and starts in the agent's."""
-        agent, verifier = spec.networks
-        phases = (self.network_of(agent), self.network_of(verifier))
+        agent, verifier = (self.network_of(n) for n in spec.networks)
         gate = None
-        if EGRESS in phases:
+        if EGRESS in (agent, verifier):
             gate = EgressGate.open(
                 self.client, self.image, self.public_network, self._labels(label)
             )
-            phases = (gate.network if phases[0] == EGRESS else phases[0], phases[1])
-            phases = (phases[0], gate.network if phases[1] == EGRESS else phases[1])
+            agent, verifier = (gate.network if n == EGRESS else n for n in (agent, verifier))
         try:
-            return self._create_in(label, image, spec, phases, gate)
+            return self._create_in(label, image, spec, (agent, verifier), gate)
         except Exception:
             if gate is not None:
                 gate.close(self.client)
