@@ -250,9 +250,9 @@ class SandboxSpec:
 DEFAULT_SPEC = SandboxSpec()
 
 
-def needs_docker(spec: SandboxSpec, backend: str) -> str | None:
-    """Why a backend other than docker cannot host `spec`: GPUs, or several containers (None:
-    it asks for neither)."""
+def needs_docker(spec: SandboxSpec, backend: str, images: str = "task images") -> str | None:
+    """Why a backend other than docker cannot host `spec`: GPUs, several containers, or an image
+    of its own, which the backend says it cannot run `images` (None: it asks for none of them)."""
     if spec.gpus:
         return (
             f"needs {spec.gpus} GPU(s); sandbox={backend} has none (sandbox=docker gives them on "
@@ -262,6 +262,11 @@ def needs_docker(spec: SandboxSpec, backend: str) -> str | None:
         return (
             f"needs several containers (environment/{spec.compose_file.name}); "
             f"sandbox={backend} runs one (use sandbox=docker)"
+        )
+    if spec.image is not None:
+        return (
+            f"needs {spec.image.describe()}; sandbox={backend} cannot run {images} "
+            "(use sandbox=docker)"
         )
     return None
 

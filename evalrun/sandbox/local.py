@@ -226,11 +226,6 @@ class LocalBackend:
     def cannot_host(self, spec: SandboxSpec) -> str | None:
         if reason := needs_docker(spec, self.name):
             return reason
-        if spec.image is not None:
-            return (
-                f"needs {spec.image.describe()}; sandbox=local cannot run task images "
-                "(use sandbox=docker)"
-            )
         if spec.workdir is not None:
             return (
                 f"needs its workspace at {spec.workdir}; sandbox=local works in a temp folder "

@@ -411,13 +411,8 @@ class ModalBackend:
         return self._app
 
     def cannot_host(self, spec: SandboxSpec) -> str | None:
-        if reason := needs_docker(spec, self.name):
+        if reason := needs_docker(spec, self.name, "task images here"):
             return reason
-        if spec.image is not None:
-            return (
-                f"needs {spec.image.describe()}; sandbox=modal cannot run task images here "
-                "(use sandbox=docker)"
-            )
         if spec.workdir is not None:
             return f"needs its workspace at {spec.workdir}; sandbox=modal keeps it at {WORKDIR}"
         if any(n.reaches_out for n in spec.networks) and self.block_network:

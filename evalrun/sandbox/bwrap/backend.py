@@ -588,11 +588,6 @@ class BwrapBackend:
     def cannot_host(self, spec: SandboxSpec) -> str | None:
         if reason := needs_docker(spec, self.name):
             return reason
-        if spec.image is not None:
-            return (
-                f"needs {spec.image.describe()}; sandbox=bwrap cannot run task images "
-                "(use sandbox=docker)"
-            )
         if spec.workdir is not None and bad_workdir(spec.workdir):
             return f"its workspace path cannot be used: {bad_workdir(spec.workdir)}"
         if any(n.reaches_out for n in spec.networks) and self.network != "host":
