@@ -69,6 +69,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager, suppress
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -349,7 +350,6 @@ class ModalBackend:
         self.output_limit = output_limit_bytes
         self.keep_workspaces = keep_workspaces
         self._app: Any = None  # looked up on first use; a race only looks it up twice
-        self._image: Any = None
         self._live: dict[int, Any] = {}  # id() -> sandbox still open, for `abandon`
 
     def add_read_only(self, paths: Sequence[Path], *, live: bool) -> None:
@@ -394,15 +394,13 @@ class ModalBackend:
                     removed += 1
         return removed
 
+    @cached_property
     def _image_spec(self) -> Any:
         modal = _modal()
-        if self._image is None:
-            if self.image:
-                self._image = modal.Image.from_registry(self.image)
-            else:
-                base = modal.Image.debian_slim(python_version=self.python_version)
-                self._image = base.apt_install(*self.apt_packages) if self.apt_packages else base
-        return self._image
+        if self.image:
+            return modal.Image.from_registry(self.image)
+        base = modal.Image.debian_slim(python_version=self.python_version)
+        return base.apt_install(*self.apt_packages) if self.apt_packages else base
 
     async def _lookup_app(self) -> Any:
         if self._app is None:
@@ -428,7 +426,7 @@ class ModalBackend:
                 "sleep",
                 "infinity",
                 app=await self._lookup_app(),
-                image=self._image_spec(),
+                image=self._image_spec,
                 timeout=self.timeout_s,
                 block_network=self.block_network or spec.network is Network.none,
                 workdir=WORKDIR,
