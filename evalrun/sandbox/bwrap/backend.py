@@ -199,14 +199,6 @@ class BwrapSandbox:
         with it (its own pid namespace), so then nothing of the sample can change the tree."""
         return self.root / "workspace" if self._running == 0 else None
 
-    def _cwd(self, cwd: str | None) -> str:
-        return os.path.normpath(os.path.join(self.workdir, cwd or "."))
-
-    @property
-    def _role(self) -> Role:
-        """The role of `exec`: the agent's, then the verifier's once the agent phase is over."""
-        return Role.verifier if self._agent_done else Role.agent
-
     @property
     def _file_role(self) -> Role:
         """The role of `write_file` / `read_file`: the agent's, then the harness's."""
@@ -222,20 +214,20 @@ class BwrapSandbox:
         user: str | None = None,  # not honoured: `switches_users` is false
     ) -> ExecResult:
         argv = ["bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
-        return await self._run(argv, self._role, cwd=self._cwd(cwd), env=env, timeout_s=timeout_s)
+        role = Role.verifier if self._agent_done else Role.agent
+        return await self._run(argv, role, cwd=self._abs(cwd or "."), env=env, timeout_s=timeout_s)
 
     async def _run(
         self,
         argv: Sequence[str],
         role: Role,
         *,
-        cwd: str | None = None,
+        cwd: str,
         env: Mapping[str, str] | None = None,
         timeout_s: float | None,
         stdin: bytes | int | None = None,
         output_limit: int | None = None,
     ) -> ExecResult:
-        cwd = cwd or self.workdir
         full_env = sandbox_env(
             home=HOME_DIR,
             tmpdir="/tmp",
