@@ -397,12 +397,7 @@ class BwrapBackend:
     ):
         if network not in ("none", "host"):
             raise bad_value("sandbox.network", "none or host", network)
-        for knob, value in (
-            ("memory_mb", memory_mb),
-            ("max_processes", max_processes),
-            ("disk_mb", disk_mb),
-        ):
-            check_positive(knob, value)
+        check_positive(memory_mb=memory_mb, max_processes=max_processes, disk_mb=disk_mb)
         for extra in extra_ro_paths:
             if not os.path.isabs(extra):
                 raise bad_value("sandbox.extra_ro_paths", "absolute host paths", extra)

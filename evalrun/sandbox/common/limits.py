@@ -128,9 +128,10 @@ class DiskLimit:
         )
 
 
-def check_positive(knob: str, value: float | None) -> None:
-    """A limit knob is a positive number or null (no limit)."""
+def check_positive(**knobs: float | None) -> None:
+    """Each limit knob (`sandbox.<name>`) is a positive number or null (no limit)."""
     from evalrun.errors import bad_value
 
-    if value is not None and (isinstance(value, bool) or value <= 0):
-        raise bad_value(f"sandbox.{knob}", "a positive number or null", value)
+    for knob, value in knobs.items():
+        if value is not None and (isinstance(value, bool) or value <= 0):
+            raise bad_value(f"sandbox.{knob}", "a positive number or null", value)

@@ -492,7 +492,7 @@ class DockerBackend:
         keep_workspaces: bool = EvalConfig.keep_workspaces,
         disk_mb: int | None = _CONF.disk_mb,
     ):
-        check_positive("disk_mb", disk_mb)
+        check_positive(disk_mb=disk_mb)
         if memory is not None and not _MEMORY.match(str(memory)):
             raise bad_value("sandbox.memory", "a size like 512m or 2g (or null)", memory)
         if not _USER.match(str(user)):
