@@ -387,18 +387,10 @@ def sandbox_env(
     `verifier` adds `VERIFIER_ENV` and `verifier_python_env` (the hook folder in `private_dir`,
     the sandbox's private folder as its commands see it, put before any PYTHONPATH of `extra`).
     """
-    env = {
-        "PATH": path,
-        "HOME": home,
-        "TMPDIR": tmpdir,
-        "LANG": "C.UTF-8",
-        "LC_ALL": "C.UTF-8",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        **GIT_IDENTITY,
-    }
-    if extra:
-        env.update(extra)
+    own = {"PATH": path, "HOME": home, "TMPDIR": tmpdir}
+    env = {**own, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
+    env.update({**GIT_IDENTITY, **(extra or {})})
     if verifier:
-        env.update({"PATH": path, "HOME": home, "TMPDIR": tmpdir, **VERIFIER_ENV})
+        env.update({**own, **VERIFIER_ENV})
         env.update(verifier_python_env(private_dir, tmpdir, env.get("PYTHONPATH")))
     return env

@@ -32,7 +32,7 @@ from functools import cached_property
 from pathlib import Path
 
 from evalrun.config.schema import EvalConfig, SandboxConf
-from evalrun.errors import SandboxError
+from evalrun.errors import SandboxError, SandboxUnavailable
 from evalrun.sandbox.base import (
     DEFAULT_SPEC,
     Command,
@@ -201,8 +201,6 @@ class LocalBackend:
 
     def preflight(self) -> None:
         if shutil.which("bash") is None:
-            from evalrun.errors import SandboxUnavailable
-
             raise SandboxUnavailable("sandbox=local needs bash on PATH")
         sweep_roots(self.name)
 

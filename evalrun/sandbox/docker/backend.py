@@ -177,11 +177,8 @@ class DockerSandbox:
         self._api = backend.client.api
         self.container_id: str = container.id
         self.workdir = started.workdir
-        self.kept_at = (
-            f"docker container {container.short_id} ({started.workdir})"
-            if backend.keep_workspaces
-            else None
-        )
+        kept = f"docker container {container.short_id} ({started.workdir})"
+        self.kept_at = kept if backend.keep_workspaces else None
         self.owner_ids = started.owner_ids
         self._env = dict(started.env)
         self._agent_done = False
