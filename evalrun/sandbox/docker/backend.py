@@ -1019,7 +1019,7 @@ class DockerBackend:
             if self._unbuilt(project):
                 with self._compose_builds:
                     if self._unbuilt(project):
-                        project.build(timeout)
+                        project.run(["build"], timeout)  # the sidecar images
             project.up(timeout)
             container = main_container(self.client, project.name)
             workdir = self._workdir_of(image, spec)
