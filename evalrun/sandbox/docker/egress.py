@@ -19,6 +19,7 @@ sample's container: at its end, on Ctrl-C, and by the orphan sweep.
 
 from __future__ import annotations
 
+import time
 import uuid
 from contextlib import suppress
 from dataclasses import dataclass
@@ -39,11 +40,8 @@ def proxy_env() -> dict[str, str]:
     """The variables that send a command's HTTP(S) traffic through the gate."""
     url = f"http://{GATE_ALIAS}:{PROXY_PORT}"
     names = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
-    return {
-        **dict.fromkeys(names, url),
-        "NO_PROXY": "localhost,127.0.0.1",
-        "no_proxy": "localhost,127.0.0.1",
-    }
+    local = dict.fromkeys(("NO_PROXY", "no_proxy"), "localhost,127.0.0.1")
+    return {**dict.fromkeys(names, url), **local}
 
 
 @dataclass
@@ -91,8 +89,6 @@ class EgressGate:
             raise
 
     def _wait_ready(self) -> None:
-        import time
-
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:
             logs = self.container.logs(stdout=True, stderr=True).decode(errors="replace")
