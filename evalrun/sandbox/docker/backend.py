@@ -182,12 +182,9 @@ class DockerSandbox:
         self.owner_ids = started.owner_ids
         self._env = dict(started.env)
         self._agent_done = False
-        self._disk = started.disk
-        self._networks = started.networks
+        self._started = started
         self._network = started.networks[0]  # the one it is attached to now
-        self._image_user = started.image_user
         self._gate = started.gate
-        self._hosts = started.hosts
         self._users: dict[str, tuple[int, int]] = {}  # exec(user=...) names -> (uid, gid)
         self.limit_poll_s = DISK_POLL_S if started.disk is not None else None
 
@@ -260,7 +257,7 @@ class DockerSandbox:
     async def _ids_of(self, user: str) -> tuple[int, int]:
         """(uid, gid) of a user named as `exec(user=...)` takes it, looked up once."""
         if user == IMAGE_USER:
-            user = self._image_user
+            user = self._started.image_user
         if user not in self._users:
             self._users[user] = await self._call(
                 "user lookup", _resolve_user, self._container, user
@@ -370,9 +367,9 @@ class DockerSandbox:
         """Attach the container to the network of `phase` (0: the agent's, 1: the verifier's)
         alone ("none": to no network), between phases; behind the gate, allow that phase's
         hosts."""
-        network = self._networks[phase]
+        network = self._started.networks[phase]
         if self._gate is not None and network == self._gate.network:
-            await self._call("egress gate", self._gate.allow, self._hosts[phase])
+            await self._call("egress gate", self._gate.allow, self._started.hosts[phase])
         if network == self._network:
             return
         if self._network != "none":
@@ -395,7 +392,7 @@ class DockerSandbox:
         return cleared(paths, code, stdout, stderr, self.workdir)
 
     async def over_limit(self) -> str | None:
-        if self._disk is None:
+        if self._started.disk is None:
             return None
         folders = [self.workdir, HOME_DIR, "/tmp", "/var/tmp", PRIVATE_DIR]
         argv = ["timeout", "60", "bash", "-c", DU_SCRIPT, "evalrun-du", *folders]
@@ -405,7 +402,7 @@ class DockerSandbox:
             return None
         if code != 0 or not stdout.strip().isdigit():
             return None
-        return self._disk.reason(int(stdout.strip()) * 1024)
+        return self._started.disk.reason(int(stdout.strip()) * 1024)
 
 
 def _engine_call(what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -607,11 +604,10 @@ class DockerBackend:
         # sparse: no per-container inspect, which races with other runs removing containers
         listed = self.client.containers.list(all=True, filters={"label": LABEL}, sparse=True)
         for container in listed:
-            if not _orphaned(container.attrs.get("Labels") or {}, host):
-                continue
-            with suppress(Exception):
-                container.remove(force=True)
-                removed += 1
+            if _orphaned(container.attrs.get("Labels") or {}, host):
+                with suppress(Exception):
+                    container.remove(force=True)
+                    removed += 1
         for kind in (self.client.networks, self.client.volumes):
             for item in kind.list(filters={"label": LABEL}):
                 if _orphaned(item.attrs.get("Labels") or {}, host):
