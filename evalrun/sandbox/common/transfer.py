@@ -41,8 +41,8 @@ def owned_by(info: tarfile.TarInfo, owner: tuple[int, int]) -> tarfile.TarInfo:
 class TarPipe:
     """`folder`'s contents as a tar stream on `read_fd`, written by a thread of its own.
 
-    Use as a context manager; `finish()` (called on exit) waits for the writer and raises the
-    `OSError` it met reading the host folder, if any. Names go under `prefix`.
+    `close()` ends the read side and waits for the writer (`streamed` does both). Names go
+    under `prefix`.
     """
 
     def __init__(self, folder: Path, prefix: str = "", owner: tuple[int, int] = (0, 0)):
@@ -85,23 +85,12 @@ class TarPipe:
         if pending:
             yield bytes(pending)
 
-    def close_reader(self) -> None:
-        if self.read_fd >= 0:
-            os.close(self.read_fd)
-            self.read_fd = -1
-
-    def finish(self) -> None:
-        self.close_reader()
+    def close(self) -> OSError | None:
+        """Close the read end and wait for the writer; the `OSError` it met reading the host
+        folder, if any."""
+        os.close(self.read_fd)
         self._thread.join()
-        if self._error is not None:
-            raise self._error
-
-    def __enter__(self) -> TarPipe:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close_reader()
-        self._thread.join()
+        return self._error
 
 
 @contextlib.contextmanager
@@ -115,12 +104,12 @@ def streamed(
         pipe = TarPipe(folder, prefix, owner)
     except OSError as exc:
         raise SandboxError(f"reading {folder} {what} failed: {exc}") from exc
-    with pipe:
+    try:
         yield pipe
-        try:
-            pipe.finish()
-        except OSError as exc:
-            raise SandboxError(f"reading {folder} {what} failed: {exc}") from exc
+    finally:
+        error = pipe.close()
+    if error is not None:
+        raise SandboxError(f"reading {folder} {what} failed: {error}") from error
 
 
 def tar_bytes(entries: Iterable[tuple[str, bytes | None, int, tuple[int, int]]]) -> bytes:
