@@ -6,13 +6,12 @@ written against the modal SDK's real API (1.6: `App.lookup`, `Image.debian_slim(
 `Sandbox.terminate`, all through their `.aio` variants) but it is exercised only against a
 stand-in of that SDK surface (`tests/sandbox/modal_standin.py`), never against Modal itself.
 
-Each sample gets a fresh sandbox from `image` (a registry tag, or by default `debian_slim` with
-git and sqlite3 added), with `block_network=True` unless configured otherwise and a lifetime of
+Each sample gets a fresh sandbox from `image` (a registry tag, or by default `debian_slim` with git
+and sqlite3 added), with `block_network=True` unless configured otherwise and a lifetime of
 `timeout_s`; it is terminated when the sample ends, also on cancellation. Nothing of the host is
 mounted: files go in with `filesystem.write_bytes` (folders as a tar unpacked inside) and come out
 with `filesystem.read_bytes`. Commands run through `evalrun.sandbox.common.container.ExecSession`,
-as on
-Docker: an allow-listed environment, a session of their own, the whole tree killed on timeout
+as on Docker: an allow-listed environment, a session of their own, the whole tree killed on timeout
 (and Modal's own exec timeout as a backstop).
 
 ```

@@ -21,18 +21,17 @@ filter), so a container never sees the tasks folder, the run directory or the ho
 ```
 
 Commands run through `evalrun.sandbox.common.container.ExecSession` (an allow-listed environment, a
-session of their own, the whole tree killed on timeout): `docker exec` starts its wrapper as
-root, which runs the command as `user` and reports its status - out of reach of the command, and
-of a verifier's command in particular, which also runs under the no-trace seccomp filter. If the
-killer itself cannot run - a fork bomb has taken every pid - or the output stream stays open
-after the kill,
-the container is restarted: every process in it dies, its files stay. `write_file` during the
+session of their own, the whole tree killed on timeout): `docker exec` starts its wrapper as root,
+which runs the command as `user` and reports its status - out of reach of the command, and of a
+verifier's command in particular, which also runs under the no-trace seccomp filter. If the killer
+itself cannot run - a fork bomb has taken every pid - or the output stream stays open after the
+kill, the container is restarted: every process in it dies, its files stay. `write_file` during the
 agent phase writes as `user` too (staged, then copied by the agent's user), so a path the agent
-chooses can never reach what only root may write; the harness's own writes afterwards are root's.
-A FIFO, socket or device the agent leaves where the harness reads a file is refused unread (an
-`OSError`: the workspace's state, graded against the agent).
-`end_agent` kills every process outside PID 1's session as root and checks (a restart if any
-survives). `disk_mb` is RLIMIT_FSIZE for every process plus a watchdog (`du` as root).
+chooses can never reach what only root may write; the harness's own writes afterwards are root's. A
+FIFO, socket or device the agent leaves where the harness reads a file is refused unread (an
+`OSError`: the workspace's state, graded against the agent). `end_agent` kills every process
+outside PID 1's session as root and checks (a restart if any survives). `disk_mb` is RLIMIT_FSIZE
+for every process plus a watchdog (`du` as root).
 
 What a task may ask (`SandboxSpec`): its own image (built offline from a Dockerfile, or a prebuilt
 one that must be local or pullable), its workspace at another absolute path (also the image's
