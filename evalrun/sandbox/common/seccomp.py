@@ -62,10 +62,11 @@ def no_trace_filter() -> bytes:
     x86_64 arch with bit 30 set in the number) are all denied: nothing evalrun runs uses x32.
     """
     checks = [
-        [(_JGE_K, _X32_BIT)] * (abi.name == "x86_64") + [(_JEQ_K, nr) for nr in abi.denied]
+        ([(_JGE_K, _X32_BIT)] if abi.name == "x86_64" else []) + [(_JEQ_K, nr) for nr in abi.denied]
         for abi in ABIS
     ]
-    # each ABI's block: load the call number, its checks, allow; then the shared DENY
+    # The head (load arch, one test per ABI, allow an unknown arch), then each ABI's block (load
+    # the call number, its checks, allow), then the shared DENY.
     *starts, deny_at = itertools.accumulate([2 + len(c) for c in checks], initial=len(ABIS) + 2)
     program = [_insn(_LD_W_ABS, _ARCH)]
     for abi, start in zip(ABIS, starts, strict=True):
