@@ -102,10 +102,10 @@ from evalrun.sandbox.common import hostfs
 from evalrun.sandbox.common.clear import clear_argv, cleared, restored_notes
 from evalrun.sandbox.common.limits import DiskLimit, check_positive, host_disk_usage
 from evalrun.sandbox.common.owner import (
+    MARKER_FILE,
     PROCESS_MARKER,
     kill_marked,
     new_root,
-    release_root,
     remove_tree,
     sweep_roots,
 )
@@ -614,7 +614,10 @@ class BwrapBackend:
         kill_marked(root)
         if group is not None:
             cgroup.remove(group)
-        release_root(root, self.keep_workspaces)
+        if self.keep_workspaces:
+            (root / MARKER_FILE).unlink(missing_ok=True)
+        else:
+            remove_tree(root)
         self._open.pop(root, None)
 
     def abandon(self) -> None:
