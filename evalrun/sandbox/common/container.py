@@ -1,5 +1,5 @@
-"""What the container backends (`docker`, `modal`) share: killable exec sessions, the end of the
-agent phase.
+"""What the container backends (`docker`, `modal`) share: killable exec sessions and their
+environment, the end of the agent phase, a teardown never cut short by cancellation.
 
 A container API can start a process (`docker exec`, `modal.Sandbox.exec`) but cannot kill the
 tree that process spawns, and it keeps no process group for us. So every command runs under a
