@@ -74,7 +74,8 @@ class EgressGate:
                 pids_limit=64,
                 init=True,
             )
-            container.put_archive("/", _gate_files())
+            files = {PROXY_PATH: PROXY_SOURCE.read_bytes(), ALLOW_FILE: b""}
+            container.put_archive("/", _tar(files))
             network.connect(container, aliases=[GATE_ALIAS])
             container.start()
             gate = cls(name, container)
@@ -102,7 +103,8 @@ class EgressGate:
 
     def allow(self, hosts: tuple[str, ...]) -> None:
         """Let through exactly `hosts` from now on (blocking)."""
-        self.container.put_archive("/", _allow_file(hosts))
+        allowed = "".join(f"{h}\n" for h in hosts).encode()
+        self.container.put_archive("/", _tar({ALLOW_FILE: allowed}))
 
     def decisions(self) -> list[str]:
         """Each request the gate saw: `allow host:port` or `deny host:port`, in order."""
@@ -117,14 +119,6 @@ class EgressGate:
             self.container.remove(force=True)
         with suppress(Exception):
             client.networks.get(self.network).remove()
-
-
-def _gate_files() -> bytes:
-    return _tar({PROXY_PATH: PROXY_SOURCE.read_bytes(), ALLOW_FILE: b""})
-
-
-def _allow_file(hosts: tuple[str, ...]) -> bytes:
-    return _tar({ALLOW_FILE: "".join(f"{h}\n" for h in hosts).encode()})
 
 
 def _tar(files: dict[str, bytes]) -> bytes:
