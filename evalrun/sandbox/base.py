@@ -250,9 +250,9 @@ class SandboxSpec:
 DEFAULT_SPEC = SandboxSpec()
 
 
-def needs_docker(spec: SandboxSpec, backend: str) -> str | None:
-    """Why a backend other than docker cannot host `spec`: GPUs, or several containers (None:
-    it asks for neither)."""
+def needs_docker(spec: SandboxSpec, backend: str, images: str = "task images") -> str | None:
+    """Why a backend other than docker cannot host `spec`: GPUs, several containers, or an image
+    of its own, which the backend says it cannot run `images` (None: it asks for none of them)."""
     if spec.gpus:
         return (
             f"needs {spec.gpus} GPU(s); sandbox={backend} has none (sandbox=docker gives them on "
@@ -262,6 +262,11 @@ def needs_docker(spec: SandboxSpec, backend: str) -> str | None:
         return (
             f"needs several containers (environment/{spec.compose_file.name}); "
             f"sandbox={backend} runs one (use sandbox=docker)"
+        )
+    if spec.image is not None:
+        return (
+            f"needs {spec.image.describe()}; sandbox={backend} cannot run {images} "
+            "(use sandbox=docker)"
         )
     return None
 
@@ -325,8 +330,6 @@ RESERVED_PATHS += ("/libx32", "/proc", "/sbin", "/sys", "/tmp", "/usr")
 def bad_workdir(path: str) -> str | None:
     """Why `path` cannot be a sandbox's workspace (None: it can): it must be an absolute, normal
     path that is not `/` and not in or above a folder the sandboxes themselves provide."""
-    import posixpath
-
     if not path.startswith("/") or posixpath.normpath(path) != path.rstrip("/") or path == "/":
         return f"expected an absolute path like /app, got {path!r}"
     for reserved in RESERVED_PATHS:
@@ -384,18 +387,10 @@ def sandbox_env(
     `verifier` adds `VERIFIER_ENV` and `verifier_python_env` (the hook folder in `private_dir`,
     the sandbox's private folder as its commands see it, put before any PYTHONPATH of `extra`).
     """
-    env = {
-        "PATH": path,
-        "HOME": home,
-        "TMPDIR": tmpdir,
-        "LANG": "C.UTF-8",
-        "LC_ALL": "C.UTF-8",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        **GIT_IDENTITY,
-    }
-    if extra:
-        env.update(extra)
+    own = {"PATH": path, "HOME": home, "TMPDIR": tmpdir}
+    env = {**own, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1"}
+    env.update({**GIT_IDENTITY, **(extra or {})})
     if verifier:
-        env.update({"PATH": path, "HOME": home, "TMPDIR": tmpdir, **VERIFIER_ENV})
+        env.update({**own, **VERIFIER_ENV})
         env.update(verifier_python_env(private_dir, tmpdir, env.get("PYTHONPATH")))
     return env

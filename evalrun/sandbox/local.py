@@ -32,7 +32,7 @@ from functools import cached_property
 from pathlib import Path
 
 from evalrun.config.schema import EvalConfig, SandboxConf
-from evalrun.errors import SandboxError
+from evalrun.errors import SandboxError, SandboxUnavailable
 from evalrun.sandbox.base import (
     DEFAULT_SPEC,
     Command,
@@ -43,12 +43,12 @@ from evalrun.sandbox.base import (
     sandbox_env,
 )
 from evalrun.sandbox.common import hostfs
-from evalrun.sandbox.common.clear import clear_argv, clear_notes, restored_notes
+from evalrun.sandbox.common.clear import clear_argv, cleared, restored_notes
 from evalrun.sandbox.common.owner import (
-    MARKER_FILE,
     PROCESS_MARKER,
     kill_marked,
-    mark_root,
+    new_root,
+    release_root,
     remove_tree,
     sweep_roots,
 )
@@ -137,7 +137,9 @@ class LocalSandbox:
 
     async def put(self, host_dir: Path, path: str = ".") -> None:
         try:
-            await asyncio.to_thread(copy_tree, Path(host_dir), self._abs(path))
+            await asyncio.to_thread(
+                shutil.copytree, host_dir, self._abs(path), symlinks=True, dirs_exist_ok=True
+            )
         except OSError as exc:
             raise SandboxError(f"copying {host_dir} into the workspace failed: {exc}") from exc
 
@@ -165,10 +167,7 @@ class LocalSandbox:
         except (hostfs.NotHere, OSError):
             pass  # the script below handles (or reports) what is there
         result = await self.exec(clear_argv(paths), timeout_s=CLEAR_TIMEOUT_S)
-        if not result.ok:
-            detail = result.stderr.strip() or f"exit {result.exit_code}"
-            raise OSError(f"could not clear {', '.join(paths)}: {detail}")
-        return clear_notes(result.stdout, self.workdir)
+        return cleared(paths, result.exit_code, result.stdout, result.stderr, self.workdir)
 
     async def over_limit(self) -> str | None:
         return None
@@ -177,11 +176,6 @@ class LocalSandbox:
 def _write(target: Path, payload: bytes) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(payload)
-
-
-def copy_tree(src: Path, dst: Path) -> None:
-    """Copy the contents of `src` into `dst`, keeping modes and symlinks, overwriting files."""
-    shutil.copytree(src, dst, symlinks=True, dirs_exist_ok=True)
 
 
 class LocalBackend:
@@ -207,8 +201,6 @@ class LocalBackend:
 
     def preflight(self) -> None:
         if shutil.which("bash") is None:
-            from evalrun.errors import SandboxUnavailable
-
             raise SandboxUnavailable("sandbox=local needs bash on PATH")
         sweep_roots(self.name)
 
@@ -232,11 +224,6 @@ class LocalBackend:
     def cannot_host(self, spec: SandboxSpec) -> str | None:
         if reason := needs_docker(spec, self.name):
             return reason
-        if spec.image is not None:
-            return (
-                f"needs {spec.image.describe()}; sandbox=local cannot run task images "
-                "(use sandbox=docker)"
-            )
         if spec.workdir is not None:
             return (
                 f"needs its workspace at {spec.workdir}; sandbox=local works in a temp folder "
@@ -253,14 +240,11 @@ class LocalBackend:
     async def open(
         self, label: str, spec: SandboxSpec = DEFAULT_SPEC
     ) -> AsyncIterator[LocalSandbox]:
-        problem = self.cannot_host(spec)
-        if problem:
+        if problem := self.cannot_host(spec):
             raise SandboxError(problem)
         offline = self._offline_prefix if isinstance(self._offline_prefix, list) else []
         agent, verifier = (offline if n is Network.none else [] for n in spec.networks)
-        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)
-        root = Path(tempfile.mkdtemp(prefix=f"evalrun-{safe}-"))
-        mark_root(root, self.name, keep=self.keep_workspaces)
+        root = new_root(label, self.name, self.keep_workspaces)
         self._open.add(root)
         try:
             box = LocalSandbox(
@@ -274,11 +258,7 @@ class LocalBackend:
             box.kept_at = box.workdir if self.keep_workspaces else None
             yield box
         finally:
-            await asyncio.to_thread(kill_marked, root)
-            if self.keep_workspaces:
-                (root / MARKER_FILE).unlink(missing_ok=True)
-            else:
-                await asyncio.to_thread(remove_tree, root)
+            await asyncio.to_thread(release_root, root, self.keep_workspaces)
             self._open.discard(root)
 
     def abandon(self) -> None:

@@ -6,13 +6,12 @@ written against the modal SDK's real API (1.6: `App.lookup`, `Image.debian_slim(
 `Sandbox.terminate`, all through their `.aio` variants) but it is exercised only against a
 stand-in of that SDK surface (`tests/sandbox/modal_standin.py`), never against Modal itself.
 
-Each sample gets a fresh sandbox from `image` (a registry tag, or by default `debian_slim` with
-git and sqlite3 added), with `block_network=True` unless configured otherwise and a lifetime of
+Each sample gets a fresh sandbox from `image` (a registry tag, or by default `debian_slim` with git
+and sqlite3 added), with `block_network=True` unless configured otherwise and a lifetime of
 `timeout_s`; it is terminated when the sample ends, also on cancellation. Nothing of the host is
 mounted: files go in with `filesystem.write_bytes` (folders as a tar unpacked inside) and come out
 with `filesystem.read_bytes`. Commands run through `evalrun.sandbox.common.container.ExecSession`,
-as on
-Docker: an allow-listed environment, a session of their own, the whole tree killed on timeout
+as on Docker: an allow-listed environment, a session of their own, the whole tree killed on timeout
 (and Modal's own exec timeout as a backstop).
 
 ```
@@ -69,6 +68,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager, suppress
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -79,24 +79,25 @@ from evalrun.sandbox.base import (
     DEFAULT_SPEC,
     HOME_DIR,
     PRIVATE_DIR,
-    SANDBOX_PATH,
     WORKDIR,
     Command,
     ExecResult,
     Network,
     SandboxSpec,
     needs_docker,
-    sandbox_env,
 )
-from evalrun.sandbox.common.clear import clear_argv, clear_notes
-from evalrun.sandbox.common.container import ExecSession, end_agent_argv
-from evalrun.sandbox.common.output import BoundedBuffer
+from evalrun.sandbox.common.clear import clear_argv, cleared
+from evalrun.sandbox.common.container import (
+    EXEC_DIR,
+    ExecSession,
+    command_env,
+    end_agent_argv,
+    uncancelled,
+)
+from evalrun.sandbox.common.output import BoundedBuffer, exec_result
 from evalrun.sandbox.common.owner import current_owner, owner_alive
-from evalrun.sandbox.common.transfer import CHUNK, TarPipe
+from evalrun.sandbox.common.transfer import CHUNK, streamed
 
-EXEC_DIR = f"{PRIVATE_DIR}/exec"
-VERIFIER_HOME = f"{PRIVATE_DIR}/verifier-home"
-VERIFIER_TMP = f"{PRIVATE_DIR}/verifier-tmp"
 CLEAR_TIMEOUT_S = 120
 KILL_GRACE_S = 5.0
 EXEC_TIMEOUT_MARGIN_S = 10  # Modal's exec timeout, a backstop behind ours
@@ -143,17 +144,17 @@ class ModalSandbox:
     def _abs(self, path: str) -> str:
         return posixpath.normpath(posixpath.join(WORKDIR, path))
 
-    async def _plain(self, argv: Sequence[str]) -> tuple[int, str]:
-        """Run a short harness command; (exit code, stderr)."""
+    async def _plain(self, argv: Sequence[str]) -> tuple[int, str, str]:
+        """Run a short harness command; (exit code, stdout, stderr)."""
         modal = _modal()
         try:
             proc = await self._sb.exec.aio(*argv, text=False)
-            _, stderr, code = await asyncio.gather(
+            stdout, stderr, code = await asyncio.gather(
                 proc.stdout.read.aio(), proc.stderr.read.aio(), proc.wait.aio()
             )
         except modal.exception.Error as exc:
             raise SandboxError(f"modal exec failed: {exc}") from exc
-        return code, stderr.decode(errors="replace")
+        return code, stdout.decode(errors="replace"), stderr.decode(errors="replace")
 
     async def exec(
         self,
@@ -166,15 +167,8 @@ class ModalSandbox:
     ) -> ExecResult:
         modal = _modal()
         argv = ["bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
-        home, tmp = (VERIFIER_HOME, VERIFIER_TMP) if self._agent_done else (HOME_DIR, "/tmp")
-        full_env = sandbox_env(
-            home=home,
-            tmpdir=tmp,
-            path=SANDBOX_PATH,
-            extra={**self._env, **(env or {})},
-            verifier=self._agent_done,
-        )
-        session = ExecSession.new(EXEC_DIR)
+        full_env = command_env(self._agent_done, {**self._env, **(env or {})})
+        session = ExecSession.new()
         # every command runs as root here: the verifier's is shielded (the no-trace filter)
         wrapped = session.argv(
             argv, cwd=self._abs(cwd or "."), env=full_env, shield=self._agent_done
@@ -200,15 +194,7 @@ class ModalSandbox:
             raise
         except modal.exception.Error as exc:
             raise SandboxError(f"modal exec failed: {exc}") from exc
-        return ExecResult(
-            exit_code=None if timed_out else proc.returncode,
-            stdout=out.text(),
-            stderr=err.text(),
-            duration_s=time.monotonic() - started,
-            timed_out=timed_out,
-            stdout_bytes=out.total,
-            stderr_bytes=err.total,
-        )
+        return exec_result(proc.returncode, out, err, started, timed_out)
 
     async def _kill(self, session: ExecSession, work: asyncio.Future) -> None:
         with suppress(SandboxError):
@@ -244,11 +230,7 @@ class ModalSandbox:
 
     async def put(self, host_dir: Path, path: str = ".") -> None:
         modal = _modal()
-        try:
-            pipe = TarPipe(Path(host_dir))
-        except OSError as exc:
-            raise SandboxError(f"reading {host_dir} for the sandbox failed: {exc}") from exc
-        with pipe:
+        with streamed(Path(host_dir), what="for the sandbox") as pipe:
             try:
                 proc = await self._sb.exec.aio(
                     "bash", "-c", _UNTAR, "untar", self._abs(path), text=False
@@ -264,10 +246,6 @@ class ModalSandbox:
                 )
             except modal.exception.Error as exc:
                 raise SandboxError(f"modal exec failed: {exc}") from exc
-            try:
-                pipe.finish()
-            except OSError as exc:
-                raise SandboxError(f"reading {host_dir} for the sandbox failed: {exc}") from exc
         if code != 0:
             detail = stderr.decode(errors="replace").strip()
             raise OSError(f"unpacking {host_dir} in the sandbox failed: {detail}")
@@ -276,9 +254,7 @@ class ModalSandbox:
         raise SandboxError("sandbox=modal does not copy files out of its sandboxes")
 
     async def end_agent(self) -> None:
-        code, stderr = await self._plain(
-            end_agent_argv((0, 0), VERIFIER_HOME, VERIFIER_TMP, ["/logs/verifier"])
-        )
+        code, _, stderr = await self._plain(end_agent_argv((0, 0)))
         if code != 0:
             raise SandboxError(f"could not end the agent's processes: {stderr.strip()}")
         self._agent_done = True
@@ -288,18 +264,8 @@ class ModalSandbox:
 
     async def clear(self, paths: Sequence[str]) -> list[str]:
         argv = ["timeout", str(CLEAR_TIMEOUT_S), *clear_argv([self._abs(p) for p in paths])]
-        modal = _modal()
-        try:
-            proc = await self._sb.exec.aio(*argv, text=False)
-            stdout, stderr, code = await asyncio.gather(
-                proc.stdout.read.aio(), proc.stderr.read.aio(), proc.wait.aio()
-            )
-        except modal.exception.Error as exc:
-            raise SandboxError(f"modal exec failed: {exc}") from exc
-        if code != 0:
-            detail = stderr.decode(errors="replace").strip() or f"exit {code}"
-            raise OSError(f"could not clear {', '.join(paths)}: {detail}")
-        return clear_notes(stdout.decode(errors="replace"), WORKDIR)
+        code, stdout, stderr = await self._plain(argv)
+        return cleared(paths, code, stdout, stderr, WORKDIR)
 
     async def over_limit(self) -> str | None:
         return None
@@ -383,7 +349,6 @@ class ModalBackend:
         self.output_limit = output_limit_bytes
         self.keep_workspaces = keep_workspaces
         self._app: Any = None  # looked up on first use; a race only looks it up twice
-        self._image: Any = None
         self._live: dict[int, Any] = {}  # id() -> sandbox still open, for `abandon`
 
     def add_read_only(self, paths: Sequence[Path], *, live: bool) -> None:
@@ -428,15 +393,13 @@ class ModalBackend:
                     removed += 1
         return removed
 
+    @cached_property
     def _image_spec(self) -> Any:
         modal = _modal()
-        if self._image is None:
-            if self.image:
-                self._image = modal.Image.from_registry(self.image)
-            else:
-                base = modal.Image.debian_slim(python_version=self.python_version)
-                self._image = base.apt_install(*self.apt_packages) if self.apt_packages else base
-        return self._image
+        if self.image:
+            return modal.Image.from_registry(self.image)
+        base = modal.Image.debian_slim(python_version=self.python_version)
+        return base.apt_install(*self.apt_packages) if self.apt_packages else base
 
     async def _lookup_app(self) -> Any:
         if self._app is None:
@@ -445,13 +408,8 @@ class ModalBackend:
         return self._app
 
     def cannot_host(self, spec: SandboxSpec) -> str | None:
-        if reason := needs_docker(spec, self.name):
+        if reason := needs_docker(spec, self.name, "task images here"):
             return reason
-        if spec.image is not None:
-            return (
-                f"needs {spec.image.describe()}; sandbox=modal cannot run task images here "
-                "(use sandbox=docker)"
-            )
         if spec.workdir is not None:
             return f"needs its workspace at {spec.workdir}; sandbox=modal keeps it at {WORKDIR}"
         if any(n.reaches_out for n in spec.networks) and self.block_network:
@@ -467,7 +425,7 @@ class ModalBackend:
                 "sleep",
                 "infinity",
                 app=await self._lookup_app(),
-                image=self._image_spec(),
+                image=self._image_spec,
                 timeout=self.timeout_s,
                 block_network=self.block_network or spec.network is Network.none,
                 workdir=WORKDIR,
@@ -518,14 +476,9 @@ class ModalBackend:
         try:
             box = ModalSandbox(sandbox, self.output_limit, dict(spec.env))
             box.kept_at = f"modal sandbox {box.sandbox_id}" if self.keep_workspaces else None
-            code, stderr = await box._plain(["bash", "-c", _PREPARE])
+            code, _, stderr = await box._plain(["bash", "-c", _PREPARE])
             if code != 0:
                 raise SandboxError(f"preparing the modal sandbox failed: {stderr.strip()}")
             yield box
         finally:
-            closing = asyncio.ensure_future(self._terminate(sandbox))
-            try:
-                await asyncio.shield(closing)
-            except asyncio.CancelledError:
-                await closing
-                raise
+            await uncancelled(self._terminate(sandbox))

@@ -99,19 +99,19 @@ from evalrun.sandbox.base import (
 )
 from evalrun.sandbox.bwrap import cgroup
 from evalrun.sandbox.common import hostfs
-from evalrun.sandbox.common.clear import clear_argv, clear_notes, restored_notes
+from evalrun.sandbox.common.clear import clear_argv, cleared, restored_notes
 from evalrun.sandbox.common.limits import DiskLimit, check_positive, host_disk_usage
 from evalrun.sandbox.common.owner import (
     MARKER_FILE,
     PROCESS_MARKER,
     kill_marked,
-    mark_root,
+    new_root,
     remove_tree,
     sweep_roots,
 )
 from evalrun.sandbox.common.process import run_process
 from evalrun.sandbox.common.seccomp import NO_TRACE_FILTER
-from evalrun.sandbox.common.transfer import TarPipe
+from evalrun.sandbox.common.transfer import streamed
 
 SANDBOX_UID = 1000
 INSTALL_HINT = "install bubblewrap (apt-get install bubblewrap)"
@@ -199,14 +199,6 @@ class BwrapSandbox:
         with it (its own pid namespace), so then nothing of the sample can change the tree."""
         return self.root / "workspace" if self._running == 0 else None
 
-    def _cwd(self, cwd: str | None) -> str:
-        return os.path.normpath(os.path.join(self.workdir, cwd or "."))
-
-    @property
-    def _role(self) -> Role:
-        """The role of `exec`: the agent's, then the verifier's once the agent phase is over."""
-        return Role.verifier if self._agent_done else Role.agent
-
     @property
     def _file_role(self) -> Role:
         """The role of `write_file` / `read_file`: the agent's, then the harness's."""
@@ -222,20 +214,20 @@ class BwrapSandbox:
         user: str | None = None,  # not honoured: `switches_users` is false
     ) -> ExecResult:
         argv = ["bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
-        return await self._run(argv, self._role, cwd=self._cwd(cwd), env=env, timeout_s=timeout_s)
+        role = Role.verifier if self._agent_done else Role.agent
+        return await self._run(argv, role, cwd=self._abs(cwd or "."), env=env, timeout_s=timeout_s)
 
     async def _run(
         self,
         argv: Sequence[str],
         role: Role,
         *,
-        cwd: str | None = None,
+        cwd: str,
         env: Mapping[str, str] | None = None,
         timeout_s: float | None,
         stdin: bytes | int | None = None,
         output_limit: int | None = None,
     ) -> ExecResult:
-        cwd = cwd or self.workdir
         full_env = sandbox_env(
             home=HOME_DIR,
             tmpdir="/tmp",
@@ -337,16 +329,8 @@ class BwrapSandbox:
                 )
             except (hostfs.NotHere, OSError):
                 pass  # the sandboxed way below handles (or reports) what is there
-        try:
-            pipe = TarPipe(Path(host_dir))
-        except OSError as exc:
-            raise SandboxError(f"reading {host_dir} to copy it in failed: {exc}") from exc
-        with pipe:
+        with streamed(Path(host_dir)) as pipe:
             await self._transfer(_UNTAR, self._abs(path), Role.harness, stdin=pipe.read_fd)
-            try:
-                pipe.finish()
-            except OSError as exc:
-                raise SandboxError(f"reading {host_dir} to copy it in failed: {exc}") from exc
 
     async def get(self, path: str, host_dir: Path, exclude: Sequence[str] = ()) -> bool:
         raise SandboxError("sandbox=bwrap does not copy files out of its sandboxes")
@@ -381,10 +365,7 @@ class BwrapSandbox:
         result = await self._run(
             clear_argv(absolute), Role.harness, cwd="/", timeout_s=CLEAR_TIMEOUT_S
         )
-        if not result.ok:
-            detail = result.stderr.strip() or f"exit {result.exit_code}"
-            raise OSError(f"could not clear {', '.join(paths)}: {detail}")
-        return clear_notes(result.stdout, self.workdir)
+        return cleared(paths, result.exit_code, result.stdout, result.stderr, self.workdir)
 
     async def over_limit(self) -> str | None:
         if self.limits.disk is None:
@@ -416,12 +397,7 @@ class BwrapBackend:
     ):
         if network not in ("none", "host"):
             raise bad_value("sandbox.network", "none or host", network)
-        for knob, value in (
-            ("memory_mb", memory_mb),
-            ("max_processes", max_processes),
-            ("disk_mb", disk_mb),
-        ):
-            check_positive(knob, value)
+        check_positive(memory_mb=memory_mb, max_processes=max_processes, disk_mb=disk_mb)
         for extra in extra_ro_paths:
             if not os.path.isabs(extra):
                 raise bad_value("sandbox.extra_ro_paths", "absolute host paths", extra)
@@ -552,19 +528,9 @@ class BwrapBackend:
         if shield_fd is not None:
             mounts += ["--remount-ro", "/proc", "--seccomp", str(shield_fd)]
         limits = limits or self.limits_for(DEFAULT_SPEC)
-        wrapper = ["bash", "-c", self._limits(group, limits), "evalrun-limits"]
-        return [
-            *prefix,
-            self._bwrap,
-            *self._fixed_args,
-            *mounts,
-            "--remount-ro",
-            "/",
-            "--chdir",
-            cwd,
-            *wrapper,
-            *argv,
-        ]
+        wrapper = ["bash", "-c", self._limits(group, limits), "evalrun-limits", *argv]
+        namespaces = [*self._fixed_args, *mounts, "--remount-ro", "/", "--chdir", cwd]
+        return [*prefix, self._bwrap, *namespaces, *wrapper]
 
     # --- the SandboxBackend contract ----------------------------------------------------------
     def add_read_only(self, paths: Sequence[Path], *, live: bool) -> None:
@@ -609,11 +575,6 @@ class BwrapBackend:
     def cannot_host(self, spec: SandboxSpec) -> str | None:
         if reason := needs_docker(spec, self.name):
             return reason
-        if spec.image is not None:
-            return (
-                f"needs {spec.image.describe()}; sandbox=bwrap cannot run task images "
-                "(use sandbox=docker)"
-            )
         if spec.workdir is not None and bad_workdir(spec.workdir):
             return f"its workspace path cannot be used: {bad_workdir(spec.workdir)}"
         if any(n.reaches_out for n in spec.networks) and self.network != "host":
@@ -635,12 +596,9 @@ class BwrapBackend:
     async def open(
         self, label: str, spec: SandboxSpec = DEFAULT_SPEC
     ) -> AsyncIterator[BwrapSandbox]:
-        problem = self.cannot_host(spec)
-        if problem:
+        if problem := self.cannot_host(spec):
             raise SandboxError(problem)
-        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)
-        root = Path(tempfile.mkdtemp(prefix=f"evalrun-bwrap-{safe}-"))
-        mark_root(root, self.name, keep=self.keep_workspaces)
+        root = new_root(label, self.name, self.keep_workspaces, prefix="evalrun-bwrap-")
         group = None
         self._open[root] = None
         try:

@@ -18,8 +18,7 @@ evalrun does not run as root, or runs where the memory controller is not offered
 None and the caller falls back to RLIMIT_AS per process (see `evalrun.sandbox.bwrap.backend`).
 
 Every group is named after its owner token (`evalrun.sandbox.common.owner`), so `sweep` can remove
-the
-groups of runs that no longer exist and never another live run's.
+the groups of runs that no longer exist and never another live run's.
 """
 
 from __future__ import annotations

@@ -40,18 +40,24 @@ def clear_argv(paths: Sequence[str]) -> list[str]:
 
 def clear_notes(stdout: str, workdir: str) -> list[str]:
     """One note per permission the script restored, naming the folder as the agent knows it."""
-    folders = []
-    for line in stdout.splitlines():
-        kind, _, folder = line.partition("\t")
-        if kind == "restored":
-            folders.append(folder)
-    return restored_notes(folders, workdir)
+    lines = (line.partition("\t") for line in stdout.splitlines())
+    return restored_notes([folder for kind, _, folder in lines if kind == "restored"], workdir)
+
+
+def cleared(
+    paths: Sequence[str], code: int | None, stdout: str, stderr: str, workdir: str
+) -> list[str]:
+    """The notes of a finished `clear_argv` command (exit `code`, None: timed out); `OSError`
+    naming `paths` when it failed."""
+    if code != 0:
+        detail = stderr.strip() or f"exit {code}"
+        raise OSError(f"could not clear {', '.join(paths)}: {detail}")
+    return clear_notes(stdout, workdir)
 
 
 def restored_notes(folders: Sequence[str], workdir: str) -> list[str]:
     """One note per folder whose owner's rwx the harness restored before clearing."""
-    notes = []
-    for folder in folders:
-        where = "the workspace root" if folder in (".", workdir) else folder
-        notes.append(f"the harness restored the owner's rwx on {where} (the agent removed it)")
-    return notes
+    return [
+        f"the harness restored the owner's rwx on {where} (the agent removed it)"
+        for where in ("the workspace root" if f in (".", workdir) else f for f in folders)
+    ]

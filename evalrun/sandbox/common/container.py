@@ -1,5 +1,5 @@
-"""What the container backends (`docker`, `modal`) share: killable exec sessions, the end of the
-agent phase.
+"""What the container backends (`docker`, `modal`) share: killable exec sessions and their
+environment, the end of the agent phase, a teardown never cut short by cancellation.
 
 A container API can start a process (`docker exec`, `modal.Sandbox.exec`) but cannot kill the
 tree that process spawns, and it keeps no process group for us. So every command runs under a
@@ -37,12 +37,22 @@ could not write.
 
 from __future__ import annotations
 
+import asyncio
 import posixpath
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
+from evalrun.sandbox.base import HOME_DIR, PRIVATE_DIR, SANDBOX_PATH, sandbox_env
 from evalrun.sandbox.common.seccomp import LAUNCHER, NO_TRACE_FILTER
+
+T = TypeVar("T")
+
+EXEC_DIR = f"{PRIVATE_DIR}/exec"  # the sessions' pid files
+VERIFIER_HOME = f"{PRIVATE_DIR}/verifier-home"  # made by `END_AGENT`, as is
+VERIFIER_TMP = f"{PRIVATE_DIR}/verifier-tmp"
+VERIFIER_LOGS = "/logs/verifier"  # Harbor verifiers write their reward here
 
 # Kill every process (except zombies and $me) whose session id is $sid; repeat until none is
 # left. Field 4 after the command name in /proc/<pid>/stat is the session id.
@@ -179,8 +189,8 @@ class ExecSession:
     pidfile: str
 
     @classmethod
-    def new(cls, folder: str) -> ExecSession:
-        return cls(posixpath.join(folder, f"exec-{uuid.uuid4().hex}.pid"))
+    def new(cls) -> ExecSession:
+        return cls(posixpath.join(EXEC_DIR, f"exec-{uuid.uuid4().hex}.pid"))
 
     def argv(
         self,
@@ -208,6 +218,24 @@ class ExecSession:
         """The argv (run as root) that kills this session's whole process tree (safe to run more
         than once), ended by `timeout` if it ever hangs."""
         return ["timeout", str(KILL_TIMEOUT_S), "bash", "-c", KILLER, self.pidfile]
+
+
+async def uncancelled(work: Awaitable[T]) -> T:
+    """Await `work` to its end even when the caller is cancelled meanwhile (the cancellation is
+    raised once it is done): a sandbox's teardown is never cut short."""
+    task = asyncio.ensure_future(work)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await task
+        raise
+
+
+def command_env(verifying: bool, extra: Mapping[str, str]) -> dict[str, str]:
+    """The environment of a command in a container, `extra` added: the agent's HOME and
+    TMPDIR, or once the agent phase is over (`verifying`) the verifier's fresh ones."""
+    home, tmp = (VERIFIER_HOME, VERIFIER_TMP) if verifying else (HOME_DIR, "/tmp")
+    return sandbox_env(home=home, tmpdir=tmp, path=SANDBOX_PATH, extra=extra, verifier=verifying)
 
 
 # $1 owner (uid:gid) of $2 (the verifier's HOME), $3 (its TMPDIR) and $4... (folders it writes
@@ -245,23 +273,12 @@ done
 """
 
 
-def end_agent_argv(
-    owner: tuple[int, int], home: str, tmp: str, results: Sequence[str] = ()
-) -> list[str]:
+def end_agent_argv(owner: tuple[int, int]) -> list[str]:
     """The argv (run as root, under `timeout`) of `END_AGENT` for a verifier running as
-    `owner`; `results` are the folders it writes its results into."""
-    return [
-        "timeout",
-        str(END_AGENT_TIMEOUT_S),
-        "bash",
-        "-c",
-        END_AGENT,
-        "evalrun-end-agent",
-        f"{owner[0]}:{owner[1]}",
-        home,
-        tmp,
-        *results,
-    ]
+    `owner`: its HOME `VERIFIER_HOME`, its TMPDIR `VERIFIER_TMP`, its results in `VERIFIER_LOGS`."""
+    folders = [f"{owner[0]}:{owner[1]}", VERIFIER_HOME, VERIFIER_TMP, VERIFIER_LOGS]
+    script = ["bash", "-c", END_AGENT, "evalrun-end-agent", *folders]
+    return ["timeout", str(END_AGENT_TIMEOUT_S), *script]
 
 
 END_AGENT_TIMEOUT_S = 60  # the end of the agent phase, as root: killing, then fresh folders

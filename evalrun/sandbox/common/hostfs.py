@@ -82,9 +82,12 @@ def _copy_folder(src: Path, dest: int, uid: int | None) -> None:
         for entry in entries:
             info = entry.stat(follow_symlinks=False)
             if stat.S_ISDIR(info.st_mode):
-                with _sub(dest, entry.name, uid) as sub:
+                sub = _enter(dest, entry.name, create=True, uid=uid)
+                try:
                     _copy_folder(Path(entry.path), sub, uid)
                     os.fchmod(sub, stat.S_IMODE(info.st_mode))
+                finally:
+                    os.close(sub)
                 continue
             _make_room(dest, entry.name)
             if stat.S_ISLNK(info.st_mode):
@@ -95,15 +98,6 @@ def _copy_folder(src: Path, dest: int, uid: int | None) -> None:
                 _copy_file(entry.path, dest, entry.name, info, uid)
             else:
                 raise NotHere(f"{entry.path}: not a file, folder or link")
-
-
-@contextmanager
-def _sub(parent: int, name: str, uid: int | None) -> Iterator[int]:
-    fd = _enter(parent, name, create=True, uid=uid)
-    try:
-        yield fd
-    finally:
-        os.close(fd)
 
 
 def _make_room(folder: int, name: str) -> None:

@@ -22,6 +22,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from evalrun.errors import bad_value
+
 MIB = 1024 * 1024
 
 # Prints the KiB used under the given folders (one filesystem each, missing ones skipped).
@@ -128,9 +130,8 @@ class DiskLimit:
         )
 
 
-def check_positive(knob: str, value: float | None) -> None:
-    """A limit knob is a positive number or null (no limit)."""
-    from evalrun.errors import bad_value
-
-    if value is not None and (isinstance(value, bool) or value <= 0):
-        raise bad_value(f"sandbox.{knob}", "a positive number or null", value)
+def check_positive(**knobs: float | None) -> None:
+    """Each limit knob (`sandbox.<name>`) is a positive number or null (no limit)."""
+    for knob, value in knobs.items():
+        if value is not None and (isinstance(value, bool) or value <= 0):
+            raise bad_value(f"sandbox.{knob}", "a positive number or null", value)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import time
+
+from evalrun.sandbox.base import ExecResult
 
 
 class BoundedBuffer:
@@ -37,3 +40,19 @@ class BoundedBuffer:
     async def drain(self, stream: asyncio.StreamReader) -> None:
         while chunk := await stream.read(1 << 16):
             self.feed(chunk)
+
+
+def exec_result(
+    exit_code: int | None, out: BoundedBuffer, err: BoundedBuffer, started: float, timed_out: bool
+) -> ExecResult:
+    """What a command started at `started` (`time.monotonic`) did, its output in `out` and `err`;
+    a timed-out command has no exit code."""
+    return ExecResult(
+        exit_code=None if timed_out else exit_code,
+        stdout=out.text(),
+        stderr=err.text(),
+        duration_s=time.monotonic() - started,
+        timed_out=timed_out,
+        stdout_bytes=out.total,
+        stderr_bytes=err.total,
+    )

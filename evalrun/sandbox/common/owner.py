@@ -67,9 +67,23 @@ def owner_alive(token: str) -> bool:
     return start in ("", "?") or now == start
 
 
-def mark_root(root: Path, backend: str, keep: bool = False) -> None:
-    """Stamp a sample's temp root with its backend and owner (and whether to keep it)."""
+def new_root(label: str, backend: str, keep: bool, prefix: str = ROOT_PREFIX) -> Path:
+    """A fresh temp root for the sample `label` (its name made safe), stamped with its backend
+    and owner (and whether to keep it)."""
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)
+    root = Path(tempfile.mkdtemp(prefix=f"{prefix}{safe}-"))
     (root / MARKER_FILE).write_text(f"{backend} {current_owner()}{' keep' if keep else ''}\n")
+    return root
+
+
+def release_root(root: Path, keep: bool) -> None:
+    """Kill a sample's processes, then remove its temp root - or, to `keep` it, only its marker
+    (so that no sweep ever removes it)."""
+    kill_marked(root)
+    if keep:
+        (root / MARKER_FILE).unlink(missing_ok=True)
+    else:
+        remove_tree(root)
 
 
 def orphan_roots(backend: str) -> list[tuple[Path, bool]]:
@@ -228,9 +242,5 @@ def sweep_roots(backend: str) -> int:
     """Kill the processes of and remove every orphaned temp root of `backend`; how many."""
     roots = orphan_roots(backend)
     for root, keep in roots:
-        kill_marked(root)
-        if keep:
-            (root / MARKER_FILE).unlink(missing_ok=True)
-        else:
-            remove_tree(root)
+        release_root(root, keep)
     return len(roots)

@@ -10,7 +10,7 @@ import time
 from collections.abc import Mapping, Sequence
 
 from evalrun.sandbox.base import ExecResult
-from evalrun.sandbox.common.output import BoundedBuffer
+from evalrun.sandbox.common.output import BoundedBuffer, exec_result
 
 # After the main process exits, how long stray children may keep its pipes open.
 _PIPE_GRACE_S = 0.2
@@ -104,12 +104,4 @@ async def run_process(
         transport = getattr(proc, "_transport", None)
         if transport is not None:
             transport.close()
-    return ExecResult(
-        exit_code=None if timed_out else proc.returncode,
-        stdout=out.text(),
-        stderr=err.text(),
-        duration_s=time.monotonic() - start,
-        timed_out=timed_out,
-        stdout_bytes=out.total,
-        stderr_bytes=err.total,
-    )
+    return exec_result(proc.returncode, out, err, start, timed_out)

@@ -19,6 +19,7 @@ the shield is then absent, never in the way.
 
 from __future__ import annotations
 
+import itertools
 import struct
 from dataclasses import dataclass
 
@@ -60,33 +61,22 @@ def no_trace_filter() -> bytes:
     block loads the call number and jumps to the shared DENY for a denied one. x32 calls (the
     x86_64 arch with bit 30 set in the number) are all denied: nothing evalrun runs uses x32.
     """
-    blocks = []
-    for abi in ABIS:
-        block = [("ld", _NR)]
-        if abi.name == "x86_64":
-            block.append(("jge", _X32_BIT))
-        block += [("jeq", nr) for nr in abi.denied]
-        block.append(("ret", _ALLOW))
-        blocks.append(block)
-    head = 1 + len(ABIS) + 1  # load arch, one test per ABI, allow an unknown arch
-    starts, at = [], head
-    for block in blocks:
-        starts.append(at)
-        at += len(block)
-    deny_at = at
+    checks = [
+        ([(_JGE_K, _X32_BIT)] if abi.name == "x86_64" else []) + [(_JEQ_K, nr) for nr in abi.denied]
+        for abi in ABIS
+    ]
+    # The head (load arch, one test per ABI, allow an unknown arch), then each ABI's block (load
+    # the call number, its checks, allow), then the shared DENY.
+    *starts, deny_at = itertools.accumulate([2 + len(c) for c in checks], initial=len(ABIS) + 2)
     program = [_insn(_LD_W_ABS, _ARCH)]
-    for index, abi in enumerate(ABIS):
-        program.append(_insn(_JEQ_K, abi.audit_arch, jt=starts[index] - (len(program) + 1)))
+    for abi, start in zip(ABIS, starts, strict=True):
+        program.append(_insn(_JEQ_K, abi.audit_arch, jt=start - (len(program) + 1)))
     program.append(_insn(_RET_K, _ALLOW))
-    for block in blocks:
-        for op, value in block:
-            here = len(program) + 1
-            if op == "ld":
-                program.append(_insn(_LD_W_ABS, value))
-            elif op == "ret":
-                program.append(_insn(_RET_K, value))
-            else:
-                program.append(_insn(_JEQ_K if op == "jeq" else _JGE_K, value, jt=deny_at - here))
+    for block in checks:
+        program.append(_insn(_LD_W_ABS, _NR))
+        for code, nr in block:
+            program.append(_insn(code, nr, jt=deny_at - (len(program) + 1)))
+        program.append(_insn(_RET_K, _ALLOW))
     program.append(_insn(_RET_K, _DENY))
     return b"".join(program)
 

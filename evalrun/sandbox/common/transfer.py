@@ -22,8 +22,10 @@ import os
 import posixpath
 import tarfile
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+
+from evalrun.errors import SandboxError
 
 CHUNK = 1 << 20
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)  # Linux
@@ -39,8 +41,8 @@ def owned_by(info: tarfile.TarInfo, owner: tuple[int, int]) -> tarfile.TarInfo:
 class TarPipe:
     """`folder`'s contents as a tar stream on `read_fd`, written by a thread of its own.
 
-    Use as a context manager; `finish()` (called on exit) waits for the writer and raises the
-    `OSError` it met reading the host folder, if any. Names go under `prefix`.
+    `close()` ends the read side and waits for the writer (`streamed` does both). Names go
+    under `prefix`.
     """
 
     def __init__(self, folder: Path, prefix: str = "", owner: tuple[int, int] = (0, 0)):
@@ -83,43 +85,46 @@ class TarPipe:
         if pending:
             yield bytes(pending)
 
-    def close_reader(self) -> None:
-        if self.read_fd >= 0:
-            os.close(self.read_fd)
-            self.read_fd = -1
-
-    def finish(self) -> None:
-        self.close_reader()
+    def close(self) -> OSError | None:
+        """Close the read end and wait for the writer; the `OSError` it met reading the host
+        folder, if any."""
+        os.close(self.read_fd)
         self._thread.join()
-        if self._error is not None:
-            raise self._error
-
-    def __enter__(self) -> TarPipe:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close_reader()
-        self._thread.join()
+        return self._error
 
 
-def tar_file(name: str, data: bytes, owner: tuple[int, int] = (0, 0), mode: int = 0o644) -> bytes:
-    """A tar holding one regular file `name` (parents are created by whoever extracts it)."""
+@contextlib.contextmanager
+def streamed(
+    folder: Path, prefix: str = "", owner: tuple[int, int] = (0, 0), what: str = "to copy it in"
+) -> Iterator[TarPipe]:
+    """A `TarPipe` of `folder` for the `with` block, whose writer is waited for at its end. An
+    `OSError` reading the host folder is the harness's failure: `SandboxError` ("reading
+    <folder> <what> failed"); errors of the block itself pass through unchanged."""
+    try:
+        pipe = TarPipe(folder, prefix, owner)
+    except OSError as exc:
+        raise SandboxError(f"reading {folder} {what} failed: {exc}") from exc
+    try:
+        yield pipe
+    finally:
+        error = pipe.close()
+    if error is not None:
+        raise SandboxError(f"reading {folder} {what} failed: {error}") from error
+
+
+def tar_bytes(entries: Iterable[tuple[str, bytes | None, int, tuple[int, int]]]) -> bytes:
+    """A tar of folders and regular files, each (name, its bytes or None for a folder, mode,
+    (uid, gid)); parents not listed are created by whoever extracts it."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        info = owned_by(tarfile.TarInfo(name), owner)
-        info.size, info.mode = len(data), mode
-        tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
-
-
-def tar_dirs(folders: Mapping[str, tuple[int, tuple[int, int]]]) -> bytes:
-    """A tar holding only folders: {name: (mode, (uid, gid))}."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for name, (mode, owner) in folders.items():
+        for name, data, mode, owner in entries:
             info = owned_by(tarfile.TarInfo(name), owner)
-            info.type, info.mode = tarfile.DIRTYPE, mode
-            tar.addfile(info)
+            info.mode = mode
+            if data is None:
+                info.type = tarfile.DIRTYPE
+            else:
+                info.size = len(data)
+            tar.addfile(info, None if data is None else io.BytesIO(data))
     return buffer.getvalue()
 
 

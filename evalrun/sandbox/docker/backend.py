@@ -21,18 +21,17 @@ filter), so a container never sees the tasks folder, the run directory or the ho
 ```
 
 Commands run through `evalrun.sandbox.common.container.ExecSession` (an allow-listed environment, a
-session of their own, the whole tree killed on timeout): `docker exec` starts its wrapper as
-root, which runs the command as `user` and reports its status - out of reach of the command, and
-of a verifier's command in particular, which also runs under the no-trace seccomp filter. If the
-killer itself cannot run - a fork bomb has taken every pid - or the output stream stays open
-after the kill,
-the container is restarted: every process in it dies, its files stay. `write_file` during the
+session of their own, the whole tree killed on timeout): `docker exec` starts its wrapper as root,
+which runs the command as `user` and reports its status - out of reach of the command, and of a
+verifier's command in particular, which also runs under the no-trace seccomp filter. If the killer
+itself cannot run - a fork bomb has taken every pid - or the output stream stays open after the
+kill, the container is restarted: every process in it dies, its files stay. `write_file` during the
 agent phase writes as `user` too (staged, then copied by the agent's user), so a path the agent
-chooses can never reach what only root may write; the harness's own writes afterwards are root's.
-A FIFO, socket or device the agent leaves where the harness reads a file is refused unread (an
-`OSError`: the workspace's state, graded against the agent).
-`end_agent` kills every process outside PID 1's session as root and checks (a restart if any
-survives). `disk_mb` is RLIMIT_FSIZE for every process plus a watchdog (`du` as root).
+chooses can never reach what only root may write; the harness's own writes afterwards are root's. A
+FIFO, socket or device the agent leaves where the harness reads a file is refused unread (an
+`OSError`: the workspace's state, graded against the agent). `end_agent` kills every process
+outside PID 1's session as root and checks (a restart if any survives). `disk_mb` is RLIMIT_FSIZE
+for every process plus a watchdog (`du` as root).
 
 What a task may ask (`SandboxSpec`): its own image (built offline from a Dockerfile, or a prebuilt
 one that must be local or pullable), its workspace at another absolute path (also the image's
@@ -70,8 +69,8 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
-from dataclasses import dataclass, replace
-from functools import cached_property
+from dataclasses import dataclass
+from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -83,7 +82,6 @@ from evalrun.sandbox.base import (
     HOME_DIR,
     IMAGE_USER,
     PRIVATE_DIR,
-    SANDBOX_PATH,
     WORKDIR,
     Command,
     ExecResult,
@@ -91,14 +89,22 @@ from evalrun.sandbox.base import (
     SandboxSpec,
     TaskImage,
     bad_workdir,
-    sandbox_env,
 )
-from evalrun.sandbox.common.clear import clear_argv, clear_notes
-from evalrun.sandbox.common.container import AS_USER, ExecSession, as_user_args, end_agent_argv
+from evalrun.sandbox.common.clear import clear_argv, cleared
+from evalrun.sandbox.common.container import (
+    AS_USER,
+    EXEC_DIR,
+    VERIFIER_LOGS,
+    ExecSession,
+    as_user_args,
+    command_env,
+    end_agent_argv,
+    uncancelled,
+)
 from evalrun.sandbox.common.limits import DU_SCRIPT, DiskLimit, check_positive
-from evalrun.sandbox.common.output import BoundedBuffer
+from evalrun.sandbox.common.output import BoundedBuffer, exec_result
 from evalrun.sandbox.common.owner import owner_alive, start_time
-from evalrun.sandbox.common.transfer import TarPipe, first_file, tar_dirs, tar_file, unpack
+from evalrun.sandbox.common.transfer import first_file, streamed, tar_bytes, unpack
 from evalrun.sandbox.docker.egress import EgressGate, proxy_env
 from evalrun.sandbox.docker.images import TaskImages, local_id
 
@@ -108,9 +114,6 @@ if TYPE_CHECKING:
 _CONF = DockerSandboxConf()
 DEFAULT_IMAGE = _CONF.image
 PASSWD_BYTES = 1 << 20  # an image's /etc/passwd is read up to this size
-EXEC_DIR = f"{PRIVATE_DIR}/exec"
-VERIFIER_HOME = f"{PRIVATE_DIR}/verifier-home"
-VERIFIER_TMP = f"{PRIVATE_DIR}/verifier-tmp"
 LABEL = "evalrun"
 OWNER_LABEL = "evalrun.owner"  # "<hostname>:<pid>" of the evalrun process that made it
 OWNER_START_LABEL = "evalrun.owner_start"  # that process's start time (a reused pid is not it)
@@ -126,7 +129,6 @@ MAX_GET_BYTES = 512 * 1024 * 1024  # what `get` copies out at once (a separate v
 # character device or irregular file.
 GO_MODE_DIR = 1 << 31
 GO_MODE_SPECIAL = (1 << 25) | (1 << 24) | (1 << 26) | (1 << 21) | (1 << 19)
-VERIFIER_LOGS = "/logs/verifier"  # Harbor verifiers write their reward here
 ABANDON_TIMEOUT_S = 20.0
 # As root: copy a staged file ($1, root's) to its target ($2) through a process of the agent's
 # user (as_user's arguments follow), so that a path the agent chose can only reach what its user
@@ -174,21 +176,14 @@ class DockerSandbox:
         self._api = backend.client.api
         self.container_id: str = container.id
         self.workdir = started.workdir
-        self.kept_at = (
-            f"docker container {container.short_id} ({started.workdir})"
-            if backend.keep_workspaces
-            else None
-        )
-        self.user = started.user
+        kept = f"docker container {container.short_id} ({started.workdir})"
+        self.kept_at = kept if backend.keep_workspaces else None
         self.owner_ids = started.owner_ids
         self._env = dict(started.env)
         self._agent_done = False
-        self._disk = started.disk
-        self._networks = started.networks
+        self._started = started
         self._network = started.networks[0]  # the one it is attached to now
-        self._image_user = started.image_user
         self._gate = started.gate
-        self._hosts = started.hosts
         self._users: dict[str, tuple[int, int]] = {}  # exec(user=...) names -> (uid, gid)
         self.limit_poll_s = DISK_POLL_S if started.disk is not None else None
 
@@ -209,15 +204,8 @@ class DockerSandbox:
         user: str | None = None,
     ) -> ExecResult:
         argv = ["bash", "-c", cmd] if isinstance(cmd, str) else list(cmd)
-        home, tmp = (VERIFIER_HOME, VERIFIER_TMP) if self._agent_done else (HOME_DIR, "/tmp")
-        full_env = sandbox_env(
-            home=home,
-            tmpdir=tmp,
-            path=SANDBOX_PATH,
-            extra={**self._env, **self._proxy_env(), **(env or {})},
-            verifier=self._agent_done,
-        )
-        session = ExecSession.new(EXEC_DIR)
+        full_env = command_env(self._agent_done, {**self._env, **self._proxy_env(), **(env or {})})
+        session = ExecSession.new()
         ids = self.owner_ids if user is None else await self._ids_of(user)
         wrapped = session.argv(
             argv, cwd=self._abs(cwd or "."), env=full_env, user=ids, shield=self._agent_done
@@ -247,15 +235,7 @@ class DockerSandbox:
         if user == IMAGE_USER and not self._agent_done:  # what it made is the agent's to change
             owned = f"{self.owner_ids[0]}:{self.owner_ids[1]}"
             await self._run(["bash", "-c", _ADOPT, "adopt", owned, self.workdir], "0")
-        return ExecResult(
-            exit_code=exit_code,
-            stdout=out.text(),
-            stderr=err.text(),
-            duration_s=time.monotonic() - started,
-            timed_out=timed_out,
-            stdout_bytes=out.total,
-            stderr_bytes=err.total,
-        )
+        return exec_result(exit_code, out, err, started, timed_out)
 
     async def _kill(self, session: ExecSession, drained: asyncio.Future, sock: Any) -> None:
         """Kill the session's tree; restart the container if that does not end the command."""
@@ -276,10 +256,11 @@ class DockerSandbox:
     async def _ids_of(self, user: str) -> tuple[int, int]:
         """(uid, gid) of a user named as `exec(user=...)` takes it, looked up once."""
         if user == IMAGE_USER:
-            user = self._image_user
+            user = self._started.image_user
         if user not in self._users:
-            found = await self._call("user lookup", _resolve_user, self._container, user)
-            self._users[user] = found[1]
+            self._users[user] = await self._call(
+                "user lookup", _resolve_user, self._container, user
+            )
         return self._users[user]
 
     async def _run(self, argv: Sequence[str], user: str) -> tuple[int, str, str]:
@@ -296,12 +277,12 @@ class DockerSandbox:
         payload = data.encode() if isinstance(data, str) else data
         if self._agent_done:  # the harness's own file (the answer): root's, as it should stay
             owner = (0, 0) if target.startswith(PRIVATE_DIR + "/") else self.owner_ids
-            archive = tar_file(target.lstrip("/"), payload, owner)
+            archive = tar_bytes([(target.lstrip("/"), payload, 0o644, owner)])
             await self._call("put_archive", self._container.put_archive, "/", archive)
             return
         # The agent's write, made by the agent's user from a copy staged where only root looks.
         staged = f"{EXEC_DIR}/stage-{uuid.uuid4().hex}"
-        archive = tar_file(staged.lstrip("/"), payload, (0, 0), mode=0o600)
+        archive = tar_bytes([(staged.lstrip("/"), payload, 0o600, (0, 0))])
         await self._call("put_archive", self._container.put_archive, "/", archive)
         copy = ["bash", "-c", _COPY_STAGED, "evalrun-write", staged, target]
         argv = ["timeout", str(ROOT_TIMEOUT_S), *copy, *as_user_args(self.owner_ids, False)]
@@ -339,17 +320,9 @@ class DockerSandbox:
         raise SandboxError(f"too many symlinks reading {path}")
 
     async def put(self, host_dir: Path, path: str = ".") -> None:
-        target = self._abs(path)
-        try:
-            pipe = TarPipe(Path(host_dir), target.lstrip("/"), self.owner_ids)
-        except OSError as exc:
-            raise SandboxError(f"reading {host_dir} to copy it in failed: {exc}") from exc
-        with pipe:
+        prefix = self._abs(path).lstrip("/")
+        with streamed(Path(host_dir), prefix, self.owner_ids) as pipe:
             await self._call("put_archive", self._container.put_archive, "/", pipe.chunks())
-            try:
-                pipe.finish()
-            except OSError as exc:
-                raise SandboxError(f"reading {host_dir} to copy it in failed: {exc}") from exc
 
     async def get(self, path: str, host_dir: Path, exclude: Sequence[str] = ()) -> bool:
         import tarfile
@@ -370,7 +343,7 @@ class DockerSandbox:
         return True
 
     async def end_agent(self) -> None:
-        argv = end_agent_argv(self.owner_ids, VERIFIER_HOME, VERIFIER_TMP, [VERIFIER_LOGS])
+        argv = end_agent_argv(self.owner_ids)
         code, _, stderr = await self._run(argv, "0")
         if code != 0:  # a process outran the killer: a restart ends them all, files stay
             await self._call("restart", self._container.restart, timeout=0)
@@ -393,9 +366,9 @@ class DockerSandbox:
         """Attach the container to the network of `phase` (0: the agent's, 1: the verifier's)
         alone ("none": to no network), between phases; behind the gate, allow that phase's
         hosts."""
-        network = self._networks[phase]
+        network = self._started.networks[phase]
         if self._gate is not None and network == self._gate.network:
-            await self._call("egress gate", self._gate.allow, self._hosts[phase])
+            await self._call("egress gate", self._gate.allow, self._started.hosts[phase])
         if network == self._network:
             return
         if self._network != "none":
@@ -415,13 +388,10 @@ class DockerSandbox:
         absolute = [self._abs(p) for p in paths]
         argv = ["timeout", str(ROOT_TIMEOUT_S), *clear_argv(absolute)]
         code, stdout, stderr = await self._run(argv, "0")
-        if code != 0:
-            detail = stderr.strip() or f"exit {code}"
-            raise OSError(f"could not clear {', '.join(paths)}: {detail}")
-        return clear_notes(stdout, self.workdir)
+        return cleared(paths, code, stdout, stderr, self.workdir)
 
     async def over_limit(self) -> str | None:
-        if self._disk is None:
+        if self._started.disk is None:
             return None
         folders = [self.workdir, HOME_DIR, "/tmp", "/var/tmp", PRIVATE_DIR]
         argv = ["timeout", "60", "bash", "-c", DU_SCRIPT, "evalrun-du", *folders]
@@ -431,7 +401,7 @@ class DockerSandbox:
             return None
         if code != 0 or not stdout.strip().isdigit():
             return None
-        return self._disk.reason(int(stdout.strip()) * 1024)
+        return self._started.disk.reason(int(stdout.strip()) * 1024)
 
 
 def _engine_call(what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -473,6 +443,15 @@ def _pump_in_thread(sock: Any, out: BoundedBuffer, err: BoundedBuffer) -> asynci
     return done
 
 
+def _in_threads(calls: Sequence[Callable[[], None]], deadline: float) -> None:
+    """Run the calls at once, each in a daemon thread of its own; wait for them until `deadline`."""
+    threads = [threading.Thread(target=call, daemon=True) for call in calls]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+
+
 def _close_socket(sock: Any) -> None:
     raw = getattr(sock, "_sock", sock)
     with suppress(OSError):
@@ -506,7 +485,7 @@ class DockerBackend:
         keep_workspaces: bool = EvalConfig.keep_workspaces,
         disk_mb: int | None = _CONF.disk_mb,
     ):
-        check_positive("disk_mb", disk_mb)
+        check_positive(disk_mb=disk_mb)
         if memory is not None and not _MEMORY.match(str(memory)):
             raise bad_value("sandbox.memory", "a size like 512m or 2g (or null)", memory)
         if not _USER.match(str(user)):
@@ -624,11 +603,10 @@ class DockerBackend:
         # sparse: no per-container inspect, which races with other runs removing containers
         listed = self.client.containers.list(all=True, filters={"label": LABEL}, sparse=True)
         for container in listed:
-            if not _orphaned(container.attrs.get("Labels") or {}, host):
-                continue
-            with suppress(Exception):
-                container.remove(force=True)
-                removed += 1
+            if _orphaned(container.attrs.get("Labels") or {}, host):
+                with suppress(Exception):
+                    container.remove(force=True)
+                    removed += 1
         for kind in (self.client.networks, self.client.volumes):
             for item in kind.list(filters={"label": LABEL}):
                 if _orphaned(item.attrs.get("Labels") or {}, host):
@@ -735,17 +713,15 @@ class DockerBackend:
     def _create(self, label: str, image: str, spec: SandboxSpec) -> tuple[Any, Started]:
         """Create, seed and start one container (blocking; runs in a thread). With a network
         per phase, it is created on the one that is not `none` and starts in the agent's."""
-        agent, verifier = spec.networks
-        phases = (self.network_of(agent), self.network_of(verifier))
+        agent, verifier = (self.network_of(n) for n in spec.networks)
         gate = None
-        if EGRESS in phases:
+        if EGRESS in (agent, verifier):
             gate = EgressGate.open(
                 self.client, self.image, self.public_network, self._labels(label)
             )
-            phases = (gate.network if phases[0] == EGRESS else phases[0], phases[1])
-            phases = (phases[0], gate.network if phases[1] == EGRESS else phases[1])
+            agent, verifier = (gate.network if n == EGRESS else n for n in (agent, verifier))
         try:
-            return self._create_in(label, image, spec, phases, gate)
+            return self._create_in(label, image, spec, (agent, verifier), gate)
         except Exception:
             if gate is not None:
                 gate.close(self.client)
@@ -813,7 +789,7 @@ class DockerBackend:
         try:
             if attached is not None and phases[0] != attached:  # the agent's phase: none
                 api.disconnect_container_from_network(container.id, attached)
-            user, owner = self._users_of(container, spec)
+            owner = self._owner_of(container, spec)
             _make_folders(container, workdir, owner)
             container.start()
             if spec.image is not None:
@@ -825,14 +801,13 @@ class DockerBackend:
         if gate is not None:
             self._gates[container.id] = gate
             gate.allow(spec.hosts[0] if phases[0] == gate.network else spec.hosts[1])
-        started = Started(workdir, user, owner, spec.env, disk, phases, image_user)
-        return container, replace(started, gate=gate, hosts=spec.hosts)
+        return container, Started(
+            workdir, owner, spec.env, disk, phases, image_user, gate, spec.hosts
+        )
 
-    def _users_of(self, container: Any, spec: SandboxSpec) -> tuple[str, tuple[int, int]]:
-        """What commands run as (uid:gid or a name) and who owns the files put in."""
-        if spec.user is not None:
-            return _resolve_user(container, spec.user)
-        return self.user, self.owner_ids
+    def _owner_of(self, container: Any, spec: SandboxSpec) -> tuple[int, int]:
+        """Who commands run as and owns the files put in: (uid, gid)."""
+        return self.owner_ids if spec.user is None else _resolve_user(container, spec.user)
 
     def _image_user(self, image: str) -> str:
         return (self.client.images.get(image).attrs.get("Config") or {}).get("User") or "0"
@@ -873,27 +848,16 @@ class DockerBackend:
             labelled = {"label": [f"{OWNER_LABEL}={self.owner_label}", f"{LABEL}=1"]}
             for listed in self.client.containers.list(all=True, filters=labelled, sparse=True):
                 mine.setdefault(listed.id, listed)
-        threads = [
-            threading.Thread(target=self._remove_by, args=(c, deadline), daemon=True)
-            for c in mine.values()
-        ]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
+        _in_threads([partial(self._remove_by, c, deadline) for c in mine.values()], deadline)
         for gate in list(self._gates.values()):  # their containers went with the owner's
             if time.monotonic() < deadline:
                 gate.close(self.client)
         if self.keep_workspaces:
             return
-        threads = [  # the compose projects' networks and volumes, now that no container uses them
-            threading.Thread(target=self._remove_project, args=(name,), daemon=True)
-            for name in list(self._projects)
-        ]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
+        # the compose projects' networks and volumes, now that no container uses them
+        _in_threads(
+            [partial(self._remove_project, name) for name in list(self._projects)], deadline
+        )
 
     def _remove_project(self, name: str) -> None:
         from evalrun.sandbox.docker.compose import remove_project
@@ -968,12 +932,7 @@ class DockerBackend:
         try:
             yield DockerSandbox(self, container, started)
         finally:
-            disposing = asyncio.ensure_future(asyncio.to_thread(self._dispose, container))
-            try:
-                await asyncio.shield(disposing)
-            except asyncio.CancelledError:
-                await disposing
-                raise
+            await uncancelled(asyncio.to_thread(self._dispose, container))
 
     @asynccontextmanager
     async def _open_compose(
@@ -1007,12 +966,7 @@ class DockerBackend:
             try:
                 yield DockerSandbox(self, container, started)
             finally:
-                disposing = asyncio.ensure_future(asyncio.to_thread(self._end_project, project))
-                try:
-                    await asyncio.shield(disposing)
-                except asyncio.CancelledError:
-                    await disposing
-                    raise
+                await uncancelled(asyncio.to_thread(self._end_project, project))
 
     def _compose_project(
         self, folder: Path, label: str, image: str, spec: SandboxSpec
@@ -1060,11 +1014,11 @@ class DockerBackend:
             if self._unbuilt(project):
                 with self._compose_builds:
                     if self._unbuilt(project):
-                        project.build(timeout)
+                        project.run(["build"], timeout)  # the sidecar images
             project.up(timeout)
             container = main_container(self.client, project.name)
             workdir = self._workdir_of(image, spec)
-            user, owner = self._users_of(container, spec)
+            owner = self._owner_of(container, spec)
             _make_folders(container, workdir, owner)
             if spec.image is not None:
                 _adopt_workspace(container, workdir, owner)
@@ -1075,7 +1029,7 @@ class DockerBackend:
         networks = (project.network, project.network)
         image_user = self._image_user(image)
         env = tuple(sorted({**self._service_env(container, image), **dict(spec.env)}.items()))
-        return container, Started(workdir, user, owner, env, disk, networks, image_user)
+        return container, Started(workdir, owner, env, disk, networks, image_user)
 
     def _service_env(self, container: Any, image: str) -> dict[str, str]:
         """The variables the compose file gives `main` (its `environment`, beyond the image's
@@ -1115,7 +1069,6 @@ class Started:
     """What one sample's container was started with, as its sandbox needs to know."""
 
     workdir: str
-    user: str  # what `docker exec` runs commands as: uid:gid or a name
     owner_ids: tuple[int, int]  # who owns the files put into it
     env: tuple[tuple[str, str], ...]
     disk: DiskLimit | None  # the sample's disk limit: the task's storage_mb, else disk_mb
@@ -1149,7 +1102,7 @@ def _make_folders(container: Any, workdir: str, owner: tuple[int, int]) -> None:
         # then made fresh for the verifier (`end_agent`)
         VERIFIER_LOGS: (0o755, root),
     }
-    container.put_archive("/", tar_dirs({k[1:]: v for k, v in folders.items()}))
+    container.put_archive("/", tar_bytes([(k[1:], None, *v) for k, v in folders.items()]))
 
 
 def _adopt_workspace(container: Any, workdir: str, owner: tuple[int, int]) -> None:
@@ -1165,15 +1118,15 @@ def _adopt_workspace(container: Any, workdir: str, owner: tuple[int, int]) -> No
         raise SandboxError(f"could not hand {workdir} to the sandbox user: {done.output!r}")
 
 
-def _resolve_user(container: Any, user: str) -> tuple[str, tuple[int, int]]:
-    """A task's user (a name in the image, a uid, or uid:gid) as (exec user, (uid, gid))."""
+def _resolve_user(container: Any, user: str) -> tuple[int, int]:
+    """A task's user (a name in the image, a uid, or uid:gid) as (uid, gid)."""
     if _USER.match(user):
         uid, _, gid = user.partition(":")
-        return f"{uid}:{gid or uid}", (int(uid), int(gid or uid))
+        return int(uid), int(gid or uid)
     chunks, _ = container.get_archive("/etc/passwd")
     passwd = (first_file(chunks, PASSWD_BYTES) or b"").decode(errors="replace")
     for line in passwd.splitlines():
         fields = line.split(":")
         if len(fields) > 3 and fields[0] == user and fields[2].isdigit() and fields[3].isdigit():
-            return f"{fields[2]}:{fields[3]}", (int(fields[2]), int(fields[3]))
+            return int(fields[2]), int(fields[3])
     raise SandboxError(f"the task's user {user!r} is not in the image's /etc/passwd")

@@ -38,7 +38,6 @@ from evalrun.sandbox.docker.images import aliased, context_digest, image_tag
 MAIN = "main"
 PROJECT_LABEL = "com.docker.compose.project"
 SERVICE_LABEL = "com.docker.compose.service"
-COMPOSE_FILES = ("docker-compose.yaml", "docker-compose.yml")
 UP_WAIT_S = 300  # how long `up --wait` waits for every service to be running and healthy
 DOWN_TIMEOUT_S = 120
 OUTPUT_TAIL = 1500  # what of compose's output a failure's reason keeps
@@ -151,15 +150,12 @@ class ComposeProject:
     def network(self) -> str:
         return f"{self.name}_default"
 
-    def argv(self, *args: str) -> list[str]:
-        files = [arg for path in self.files for arg in ("-f", str(path))]
-        where = ["-p", self.name, "--project-directory", str(self.project_dir)]
-        return ["docker", "compose", *where, *files, *args]
-
     def run(self, args: Sequence[str], timeout_s: float) -> None:
         """Run one compose command to its end; `SandboxError` with its output's tail when it
         fails or takes longer than `timeout_s`."""
-        argv = self.argv(*args)
+        files = [arg for path in self.files for arg in ("-f", str(path))]
+        where = ["-p", self.name, "--project-directory", str(self.project_dir)]
+        argv = ["docker", "compose", *where, *files, *args]
         try:
             done = subprocess.run(
                 argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout_s
@@ -176,10 +172,6 @@ class ComposeProject:
             raise SandboxError(
                 f"docker compose {args[0]} of {self.name} failed (exit {done.returncode}): {tail}"
             )
-
-    def build(self, timeout_s: float) -> None:
-        """Build the sidecar images."""
-        self.run(["build"], timeout_s)
 
     def up(self, build_timeout_s: float) -> None:
         """Start every service and wait until each runs and is healthy (building what is

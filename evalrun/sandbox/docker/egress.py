@@ -19,13 +19,14 @@ sample's container: at its end, on Ctrl-C, and by the orphan sweep.
 
 from __future__ import annotations
 
-import io
-import tarfile
+import time
 import uuid
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from evalrun.sandbox.common.transfer import tar_bytes
 
 PROXY_PORT = 3128
 GATE_ALIAS = "evalrun-egress-gate"  # the gate's name on the internal network
@@ -39,11 +40,8 @@ def proxy_env() -> dict[str, str]:
     """The variables that send a command's HTTP(S) traffic through the gate."""
     url = f"http://{GATE_ALIAS}:{PROXY_PORT}"
     names = ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy")
-    return {
-        **dict.fromkeys(names, url),
-        "NO_PROXY": "localhost,127.0.0.1",
-        "no_proxy": "localhost,127.0.0.1",
-    }
+    local = dict.fromkeys(("NO_PROXY", "no_proxy"), "localhost,127.0.0.1")
+    return {**dict.fromkeys(names, url), **local}
 
 
 @dataclass
@@ -76,7 +74,8 @@ class EgressGate:
                 pids_limit=64,
                 init=True,
             )
-            container.put_archive("/", _gate_files())
+            files = {PROXY_PATH: PROXY_SOURCE.read_bytes(), ALLOW_FILE: b""}
+            container.put_archive("/", _tar(files))
             network.connect(container, aliases=[GATE_ALIAS])
             container.start()
             gate = cls(name, container)
@@ -91,8 +90,6 @@ class EgressGate:
             raise
 
     def _wait_ready(self) -> None:
-        import time
-
         deadline = time.monotonic() + READY_TIMEOUT_S
         while time.monotonic() < deadline:
             logs = self.container.logs(stdout=True, stderr=True).decode(errors="replace")
@@ -106,7 +103,8 @@ class EgressGate:
 
     def allow(self, hosts: tuple[str, ...]) -> None:
         """Let through exactly `hosts` from now on (blocking)."""
-        self.container.put_archive("/", _allow_file(hosts))
+        allowed = "".join(f"{h}\n" for h in hosts).encode()
+        self.container.put_archive("/", _tar({ALLOW_FILE: allowed}))
 
     def decisions(self) -> list[str]:
         """Each request the gate saw: `allow host:port` or `deny host:port`, in order."""
@@ -123,25 +121,8 @@ class EgressGate:
             client.networks.get(self.network).remove()
 
 
-def _gate_files() -> bytes:
-    return _tar({PROXY_PATH: PROXY_SOURCE.read_bytes(), ALLOW_FILE: b""})
-
-
-def _allow_file(hosts: tuple[str, ...]) -> bytes:
-    return _tar({ALLOW_FILE: "".join(f"{h}\n" for h in hosts).encode()})
-
-
 def _tar(files: dict[str, bytes]) -> bytes:
-    """A tar of `files` (absolute paths), readable by the gate's nobody user."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as archive:
-        folders = sorted({str(Path(p).parent).lstrip("/") for p in files})
-        for folder in folders:
-            info = tarfile.TarInfo(folder)
-            info.type, info.mode = tarfile.DIRTYPE, 0o755
-            archive.addfile(info)
-        for path, data in files.items():
-            info = tarfile.TarInfo(path.lstrip("/"))
-            info.size, info.mode = len(data), 0o644
-            archive.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
+    """A tar of `files` (absolute paths) and their folders, readable by the gate's nobody user."""
+    folders = sorted({str(Path(p).parent).lstrip("/") for p in files})
+    entries = [(folder, None, 0o755, (0, 0)) for folder in folders]
+    return tar_bytes(entries + [(p.lstrip("/"), data, 0o644, (0, 0)) for p, data in files.items()])

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import ipaddress
 import sys
 
@@ -111,64 +112,63 @@ def say(line: str) -> None:
     sys.stdout.flush()
 
 
-class Gate:
-    def __init__(self, allow_file: str):
-        self.allow_file = allow_file
-
-    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            head = await reader.readuntil(b"\r\n\r\n")
-        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
-            writer.close()
-            return
-        lines = head.decode("latin-1").split("\r\n")
-        parts = lines[0].split()
-        if len(parts) != 3:
-            await refuse(writer, "400 Bad Request", "evalrun egress gate: a malformed request")
-            return
-        method, target, version = parts
-        try:
-            if method.upper() == "CONNECT":
-                host, port = split_target(target, 443)
-                path = None
-            else:
-                host, port, path = parse_url(target)
-        except ValueError:
-            await refuse(writer, "400 Bad Request", f"evalrun egress gate: cannot read {target}")
-            return
-        where = f"{host}:{port}"
-        if not allowed(host, read_entries(self.allow_file)):
-            say(f"deny {where}")
-            reason = f"evalrun egress gate: {host} is not in the task's allowed_hosts"
-            await refuse(writer, "403 Forbidden", reason)
-            return
-        say(f"allow {where}")
-        try:
-            upstream = asyncio.open_connection(host, port)
-            up_reader, up_writer = await asyncio.wait_for(upstream, CONNECT_TIMEOUT_S)
-        except (TimeoutError, OSError) as error:
-            await refuse(writer, "502 Bad Gateway", f"evalrun egress gate: {where}: {error}")
-            return
-        if path is None:
-            writer.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
-            await writer.drain()
+async def handle(
+    allow_file: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> None:
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+    except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+        writer.close()
+        return
+    lines = head.decode("latin-1").split("\r\n")
+    parts = lines[0].split()
+    if len(parts) != 3:
+        await refuse(writer, "400 Bad Request", "evalrun egress gate: a malformed request")
+        return
+    method, target, version = parts
+    try:
+        if method.upper() == "CONNECT":
+            host, port = split_target(target, 443)
+            path = None
         else:
-            headers = [
-                line
-                for line in lines[1:]
-                if line and not line.lower().startswith(("proxy-", "connection:", "keep-alive:"))
-            ]
-            request = "\r\n".join([f"{method} {path} {version}", *headers])
-            up_writer.write((request + "\r\nConnection: close\r\n\r\n").encode("latin-1"))
-        try:
-            await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
-        finally:
-            for end in (writer, up_writer):
-                end.close()
+            host, port, path = parse_url(target)
+    except ValueError:
+        await refuse(writer, "400 Bad Request", f"evalrun egress gate: cannot read {target}")
+        return
+    where = f"{host}:{port}"
+    if not allowed(host, read_entries(allow_file)):
+        say(f"deny {where}")
+        reason = f"evalrun egress gate: {host} is not in the task's allowed_hosts"
+        await refuse(writer, "403 Forbidden", reason)
+        return
+    say(f"allow {where}")
+    try:
+        upstream = asyncio.open_connection(host, port)
+        up_reader, up_writer = await asyncio.wait_for(upstream, CONNECT_TIMEOUT_S)
+    except (TimeoutError, OSError) as error:
+        await refuse(writer, "502 Bad Gateway", f"evalrun egress gate: {where}: {error}")
+        return
+    if path is None:
+        writer.write(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+        await writer.drain()
+    else:
+        headers = [
+            line
+            for line in lines[1:]
+            if line and not line.lower().startswith(("proxy-", "connection:", "keep-alive:"))
+        ]
+        request = "\r\n".join([f"{method} {path} {version}", *headers])
+        up_writer.write((request + "\r\nConnection: close\r\n\r\n").encode("latin-1"))
+    try:
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+    finally:
+        for end in (writer, up_writer):
+            end.close()
 
 
 async def serve(allow_file: str, port: int) -> None:
-    server = await asyncio.start_server(Gate(allow_file).handle, "0.0.0.0", port, limit=HEAD_LIMIT)
+    handler = functools.partial(handle, allow_file)
+    server = await asyncio.start_server(handler, "0.0.0.0", port, limit=HEAD_LIMIT)
     say(f"ready {server.sockets[0].getsockname()[1]}")
     async with server:
         await server.serve_forever()

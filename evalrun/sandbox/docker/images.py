@@ -57,9 +57,8 @@ _NEEDS_REGISTRY = re.compile(
     re.IGNORECASE,
 )
 _NEEDS_NETWORK = re.compile(
-    r"Temporary failure resolving|Could not resolve|Network is "
-    r"unreachable|Failed to establish a new connection|Name or service "
-    r"not known",
+    r"Temporary failure resolving|Could not resolve|Network is unreachable|"
+    r"Failed to establish a new connection|Name or service not known",
     re.IGNORECASE,
 )
 

@@ -40,12 +40,6 @@ def layer_tag(base_id: str, folders: Sequence[Path]) -> str:
     return f"{REPOSITORY}:{digest.hexdigest()[:16]}"
 
 
-def _tar_to(handle: Any, folders: Sequence[Path]) -> None:
-    with tarfile.open(fileobj=handle, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for folder in folders:
-            tar.add(folder, arcname=str(folder).lstrip("/"), filter=partial(owned_by, owner=(0, 0)))
-
-
 def ensure_layer(client: Any, base_image: str, folders: Sequence[Path]) -> str:
     """The tag of `base_image` + `folders`, building it when absent. Blocking."""
     import docker
@@ -63,7 +57,10 @@ def ensure_layer(client: Any, base_image: str, folders: Sequence[Path]) -> str:
     container = client.containers.create(base_image, ["true"], network_mode="none")
     try:
         with tempfile.TemporaryFile(dir=os.environ.get("TMPDIR")) as handle:
-            _tar_to(handle, folders)
+            with tarfile.open(fileobj=handle, mode="w", format=tarfile.PAX_FORMAT) as tar:
+                for folder in folders:
+                    name = str(folder).lstrip("/")
+                    tar.add(folder, arcname=name, filter=partial(owned_by, owner=(0, 0)))
             handle.seek(0)
             container.put_archive("/", handle)
         repository, _, version = tag.partition(":")
