@@ -41,7 +41,7 @@ import posixpath
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
@@ -393,22 +393,8 @@ Expectation = Annotated[
     Field(discriminator="kind"),
 ]
 MODELS: dict[str, type[_Kind]] = {
-    model.model_fields["kind"].annotation.__args__[0]: model  # type: ignore[union-attr]
-    for model in (
-        ToolCalled,
-        ToolNotCalled,
-        MaxToolCalls,
-        MaxDiffLines,
-        FilesUnchanged,
-        FilesAbsent,
-        NoCommand,
-        ReadPathsExist,
-        OutputMatches,
-        OutputJson,
-        FileMatches,
-        FollowsConvention,
-        InsideWorkspace,
-    )
+    model.model_fields["kind"].annotation.__args__[0]: model
+    for model in get_args(get_args(Expectation)[0])
 }
 KINDS = list(MODELS)
 
