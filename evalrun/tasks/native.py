@@ -39,12 +39,13 @@ from evalrun.models.writable import tail_text
 from evalrun.sandbox.base import DEFAULT_SPEC, ExecResult, Sandbox, SandboxBackend, SandboxSpec
 from evalrun.tasks import lint, taskfile
 from evalrun.tasks.base import (
-    SetupFailed,
     StepPlan,
     TaskSpec,
     Verdict,
     failure_reason,
     inject,
+    setup_log,
+    solved,
     with_notes,
 )
 
@@ -184,19 +185,7 @@ async def apply_overlay(
         f"bash {SOLVE_SCRIPT}; status=$?; rm -f {shlex.quote(SOLVE_SCRIPT)}; exit $status",
         timeout_s=timeout_s,
     )
-    steps.append(
-        ToolCall(
-            name="bash",
-            args={"command": f"bash {SOLVE_SCRIPT}"},
-            result=tail_text(result.stdout + result.stderr, 2000),
-            duration_s=result.duration_s,
-            error=None if result.ok else f"exit {result.exit_code}",
-        )
-    )
-    error = None
-    if not result.ok:
-        error = f"{SOLVE_SCRIPT} failed (exit {result.exit_code}): {tail_text(result.stderr, 500)}"
-    return AgentResult(output=result.stdout, trajectory=steps, error=error)
+    return solved(result, f"bash {SOLVE_SCRIPT}", steps)
 
 
 @dataclass(frozen=True)
@@ -242,13 +231,7 @@ class NativeFormat:
             f"bash {SETUP_SCRIPT}; status=$?; rm -f {SETUP_SCRIPT}; exit $status",
             timeout_s=timeout_s,
         )
-        log = result.stdout + result.stderr
-        if result.timed_out:
-            raise SetupFailed(f"setup.sh timed out after {timeout_s:g}s", timed_out=True)
-        if not result.ok:
-            detail = tail_text(log.strip(), 500)
-            raise SetupFailed(f"setup.sh failed (exit {result.exit_code}): {detail}")
-        return log
+        return setup_log(result, SETUP_SCRIPT, timeout_s)
 
     async def solve(self, sandbox: Sandbox) -> AgentResult:
         return await apply_overlay(sandbox, self.layout.solution_dir)

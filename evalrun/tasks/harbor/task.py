@@ -66,6 +66,8 @@ from evalrun.tasks.base import (
     Verdict,
     failure_reason,
     inject,
+    setup_log,
+    solved,
     with_notes,
 )
 from evalrun.tasks.harbor.reward import VERIFIER_ENV, RewardError, RewardMissing, read_reward
@@ -338,15 +340,7 @@ async def populate(
         timeout_s=timeout_s,
         user=user,
     )
-    log = result.stdout + result.stderr
-    where = f"{folder.name}/{SETUP_SCRIPT}"
-    if result.timed_out:
-        raise SetupFailed(f"{where} timed out after {timeout_s:g}s", timed_out=True)
-    if not result.ok:
-        raise SetupFailed(
-            f"{where} failed (exit {result.exit_code}): {tail_text(log.strip(), 500)}"
-        )
-    return log
+    return setup_log(result, f"{folder.name}/{SETUP_SCRIPT}", timeout_s)
 
 
 async def healthcheck(sandbox: Sandbox, check: Healthcheck) -> str:
@@ -384,19 +378,7 @@ async def run_solution(sandbox: Sandbox, folder: Path, env: Mapping[str, str]) -
     steps = [ToolCall(name="overlay", args={"to": where}, duration_s=time.monotonic() - started)]
     script = posixpath.join(where, SOLVE_SCRIPT)
     result = await sandbox.exec(["bash", script], env=dict(env))
-    steps.append(
-        ToolCall(
-            name="bash",
-            args={"command": f"bash {script}"},
-            result=tail_text(result.stdout + result.stderr, 2000),
-            duration_s=result.duration_s,
-            error=None if result.ok else f"exit {result.exit_code}",
-        )
-    )
-    error = None
-    if not result.ok:
-        error = f"solve.sh failed (exit {result.exit_code}): {tail_text(result.stderr, 500)}"
-    return AgentResult(output=result.stdout, trajectory=steps, error=error)
+    return solved(result, f"bash {script}", steps)
 
 
 async def _inject_tests(sandbox: Sandbox, tests_dirs: Sequence[Path]) -> list[str]:
