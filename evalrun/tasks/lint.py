@@ -213,7 +213,9 @@ def _screen(bash: Bash, known: Passed, todo: Mapping[Path, tuple[str, bool]]) ->
 
 def _parse_all(bash: str, scripts: list[tuple[Path, bool]]) -> list[bool] | None:
     """Whether each (script, extglob) parses, from one bash; None when it did not answer."""
-    args = [a for path, extglob in scripts for a in ("1" if extglob else "0", _absolute(path))]
+    args = [
+        a for path, extglob in scripts for a in ("1" if extglob else "0", os.path.abspath(path))
+    ]
     done = _run_bash([bash, "-c", _SCREEN, "screen", *args])
     if done is None:
         return None
@@ -229,10 +231,10 @@ def _parse_all(bash: str, scripts: list[tuple[Path, bool]]) -> list[bool] | None
 def _bash_n(bash: str, path: Path, extglob: bool) -> list[Fault]:
     """The first error `bash -n` reports for `path` (its message, with its line)."""
     options = ["-O", "extglob"] if extglob else []
-    done = _run_bash([bash, *options, "-n", "--", _absolute(path)])
+    done = _run_bash([bash, *options, "-n", "--", os.path.abspath(path)])
     if done is None or done.returncode == 0:
         return []
-    prefix = f"{_absolute(path)}: line "
+    prefix = f"{os.path.abspath(path)}: line "
     for raw in done.stderr.splitlines():
         if not raw.startswith(prefix):
             continue
@@ -268,10 +270,6 @@ def _run_bash(argv: list[str]) -> subprocess.CompletedProcess[str] | None:
             )
         except (OSError, subprocess.TimeoutExpired):
             return None
-
-
-def _absolute(path: Path) -> str:
-    return os.path.abspath(path)
 
 
 # --- Python files: compile --------------------------------------------------------------------
