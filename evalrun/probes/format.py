@@ -72,12 +72,10 @@ class ProbeFormat:
 
     def verdict(self, evidence_checks: list[Check]) -> tuple[Outcome, str | None, str]:
         """Outcome, reason and the per-expectation report for a list of checks."""
+        named = list(zip(self.spec.names, evidence_checks, strict=True))
         names = self.spec.names
-        broken = [n for n, c in zip(names, evidence_checks, strict=True) if not c.ok]
-        lines = [
-            f"{'ok  ' if c.ok else 'FAIL'} {n}: {c.detail}"
-            for n, c in zip(names, evidence_checks, strict=True)
-        ]
+        broken = [n for n, c in named if not c.ok]
+        lines = [f"{'ok  ' if c.ok else 'FAIL'} {n}: {c.detail}" for n, c in named]
         if broken:
             head = f"FAIL: {len(broken)} of {len(names)} expectations broken: {', '.join(broken)}"
             return Outcome.failed, head, "\n".join([head, *lines])
@@ -86,13 +84,11 @@ class ProbeFormat:
     async def grade(self, sandbox: Sandbox, answer: str, timeout_s: float) -> Verdict:
         started = time.monotonic()
         evidence = await read_evidence(sandbox)
-        if not evidence.finished:
-            checks = [
-                Check(False, "no evidence: the agent did not finish (timed out or cancelled)")
-                for _ in self.spec.expectations
-            ]
-        else:
-            checks = [exp.check(evidence) for exp in self.spec.expectations]
+        unfinished = Check(False, "no evidence: the agent did not finish (timed out or cancelled)")
+        checks = [
+            exp.check(evidence) if evidence.finished else unfinished
+            for exp in self.spec.expectations
+        ]
         outcome, reason, report = self.verdict(checks)
         scores = {
             f"{SCORE_PREFIX}{n}": 1.0 if c.ok else 0.0
