@@ -190,18 +190,21 @@ def bash_faults(scripts: Sequence[Path]) -> list[Fault]:
     ]
 
 
-def _unknown(scripts: Sequence[Path], known: Passed) -> dict[Path, tuple[str, bool]]:
-    """Each script not known to pass: its content hash, and whether it mentions extglob."""
-    todo = {}
-    for path in scripts:
+def _new(files: Sequence[Path], known: Passed) -> Iterator[tuple[Path, str, bytes]]:
+    """Each readable file not known to pass: its path, content hash and bytes."""
+    for path in files:
         try:
             data = path.read_bytes()
         except OSError:
             continue
         digest = hashlib.sha256(data).hexdigest()
         if digest not in known.hashes:
-            todo[path] = (digest, b"extglob" in data)
-    return todo
+            yield path, digest, data
+
+
+def _unknown(scripts: Sequence[Path], known: Passed) -> dict[Path, tuple[str, bool]]:
+    """Each script not known to pass: its content hash, and whether it mentions extglob."""
+    return {path: (digest, b"extglob" in data) for path, digest, data in _new(scripts, known)}
 
 
 def _screen(bash: Bash, known: Passed, todo: Mapping[Path, tuple[str, bool]]) -> None:
@@ -278,23 +281,9 @@ def _run_bash(argv: list[str]) -> subprocess.CompletedProcess[str] | None:
 def python_faults(files: Sequence[Path]) -> list[Fault]:
     """Each file that does not compile for this Python, with the compiler's line and column."""
     known = passed("compiled-py{}.{}.txt".format(*sys.version_info[:2]))
-    good: list[str] = []
-    faults = []
-    for path in files:
-        try:
-            data = path.read_bytes()
-        except OSError:
-            continue
-        digest = hashlib.sha256(data).hexdigest()
-        if digest in known.hashes:
-            continue
-        fault = _compile(path, data)
-        if fault is None:
-            good.append(digest)
-        else:
-            faults.append(fault)
-    known.add(good)
-    return faults
+    checked = [(digest, _compile(path, data)) for path, digest, data in _new(files, known)]
+    known.add([digest for digest, fault in checked if fault is None])
+    return [fault for _, fault in checked if fault is not None]
 
 
 def _compile(path: Path, data: bytes) -> Fault | None:

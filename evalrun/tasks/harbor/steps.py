@@ -31,7 +31,7 @@ before each grading and the sandbox is handed back to the agent after it (`Sandb
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -191,14 +191,8 @@ class HarborSteps:
         for step, verdict in graded:
             if "reward" not in verdict.scores:  # no reward: that step's verdict is the task's
                 reason = f"step {step.name!r}: {verdict.reason}"
-                return Verdict(
-                    verdict.outcome,
-                    reason,
-                    verdict.exit_code,
-                    outputs,
-                    took,
-                    timed_out=verdict.timed_out,
-                    scores=step_scores,
+                return replace(
+                    verdict, reason=reason, output=outputs, duration_s=took, scores=step_scores
                 )
         per_step = [_rewards(v) for _, v in graded]
         if self.strategy == "final":

@@ -246,14 +246,12 @@ class HarborFormat:
         """Inject the tests folders (unless the image holds them), run test.sh, read its
         reward; `verdict_for` says what it means."""
         timeout_s = verifier.timeout_s or timeout_s
-        container = sandbox.is_container
         notes = [] if verifier.bundled else await _inject_tests(sandbox, verifier.tests_dirs)
-        verifier_dir = await _fresh_verifier_dir(sandbox, container)
+        verifier_dir = await _fresh_verifier_dir(sandbox)
         env = {**verifier.env, VERIFIER_ENV: verifier_dir}
         script = f"{CONTAINER_TESTS_DIR if verifier.bundled else 'tests'}/{TEST_SCRIPT}"
-        argv = ["bash", script]
         user = verifier.user if sandbox.switches_users else None
-        result = await sandbox.exec(argv, env=env, timeout_s=timeout_s, user=user)
+        result = await sandbox.exec(["bash", script], env=env, timeout_s=timeout_s, user=user)
         verdict = await self._verdict(sandbox, result, verifier_dir, verifier, timeout_s)
         return with_notes(verdict, notes)
 
@@ -401,11 +399,11 @@ class _Unreachable(RewardMissing):
     """No reward because test.sh writes where this sandbox offers no folder (not the agent's)."""
 
 
-async def _fresh_verifier_dir(sandbox: Sandbox, container: bool) -> str:
+async def _fresh_verifier_dir(sandbox: Sandbox) -> str:
     """An empty folder outside the workspace the verifier may write: /logs/verifier in a
     container when it can be made there (the sandbox user may lack the rights), else one in the
     verifier's own fresh TMPDIR."""
-    candidates = [CONTAINER_VERIFIER_DIR] if container else []
+    candidates = [CONTAINER_VERIFIER_DIR] if sandbox.is_container else []
     candidates.append("")  # "": the script's default, under $TMPDIR
     errors = []
     for folder in candidates:
