@@ -119,19 +119,13 @@ class MaxToolCalls(_Kind):
         return Check(count <= self.max, f"{count} {what} (at most {self.max})")
 
 
-def _text_lines(text: str | None) -> list[str]:
-    return (text or "").splitlines()
-
-
 def changed_paths(ev: Evidence) -> list[str]:
     """Paths created, modified or deleted by the agent."""
-    paths = set(ev.before) | set(ev.after)
-    changed = [
+    return sorted(
         p
-        for p in paths
+        for p in set(ev.before) | set(ev.after)
         if (ev.before.get(p) and ev.before[p].sha256) != (ev.after.get(p) and ev.after[p].sha256)
-    ]
-    return sorted(changed)
+    )
 
 
 def diff_lines(ev: Evidence) -> dict[str, int]:
@@ -142,8 +136,8 @@ def diff_lines(ev: Evidence) -> dict[str, int]:
         if (old and old.text is None) or (new and new.text is None):
             counts[path] = 1
             continue
-        before, after = (old.text if old else None), (new.text if new else None)
-        delta = difflib.ndiff(_text_lines(before), _text_lines(after))
+        before, after = (old and old.text) or "", (new and new.text) or ""
+        delta = difflib.ndiff(before.splitlines(), after.splitlines())
         counts[path] = sum(1 for line in delta if line[:2] in ("+ ", "- "))
     return counts
 
