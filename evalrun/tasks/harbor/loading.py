@@ -15,16 +15,16 @@ from pydantic import BaseModel
 from evalrun.config.schema import EvalConfig
 from evalrun.errors import TaskFormatError
 from evalrun.tasks import lint
-from evalrun.tasks.base import Difficulty, TaskSpec
+from evalrun.tasks.base import TaskSpec
 from evalrun.tasks.harbor.env import sandbox_spec, separate_verifier, unsupported
 from evalrun.tasks.harbor.keys import flatten
 from evalrun.tasks.harbor.steps import load_steps
 from evalrun.tasks.harbor.task import (
-    DEFAULT_MAX_STEPS,
     TEST_SCRIPT,
     HarborFormat,
     HarborLayout,
     read_instruction,
+    task_spec,
 )
 from evalrun.tasks.harbor.toml import HarborToml, StepTable, fill_templates, parse
 
@@ -96,16 +96,7 @@ def load(
             )
     step_names = [step.name for step in config.steps or ()]
     lint.refuse(lint.bash_faults(test_scripts(layout, step_names)))
-    spec = TaskSpec(
-        id=folder.name,
-        prompt=prompt,
-        max_steps=DEFAULT_MAX_STEPS,
-        difficulty=config.metadata.difficulty or Difficulty.medium,
-        tags=config.metadata.tags,
-        agent_timeout_s=config.agent.timeout_sec,
-        mcp_servers=config.environment.servers(),
-    )
-    return spec, fmt
+    return task_spec(config, folder.name, prompt, config.agent.timeout_sec), fmt
 
 
 def test_scripts(layout: HarborLayout, steps: Sequence[str] | None = None) -> list[Path]:

@@ -38,10 +38,9 @@ from typing import Any
 from evalrun.errors import TaskFormatError
 from evalrun.models.records import AgentResult, Outcome
 from evalrun.sandbox.base import DEFAULT_SPEC, Sandbox, SandboxBackend, SandboxSpec
-from evalrun.tasks.base import Difficulty, Step, TaskSpec, Verdict
+from evalrun.tasks.base import Step, Verdict
 from evalrun.tasks.harbor.task import (
     CONTAINER_TESTS_DIR,
-    DEFAULT_MAX_STEPS,
     SOLVE_SCRIPT,
     TEST_SCRIPT,
     HarborFormat,
@@ -51,6 +50,7 @@ from evalrun.tasks.harbor.task import (
     populate,
     read_instruction,
     run_solution,
+    task_spec,
 )
 from evalrun.tasks.harbor.toml import StepTable, fill_templates
 
@@ -69,15 +69,9 @@ def load_steps(parent: HarborFormat) -> HarborSteps:
                 folder / "tests" / TEST_SCRIPT,
                 f"missing: step {table.name!r} needs a test.sh here or in the task's tests/",
             )
-        spec = TaskSpec(
-            id=layout.root.name,
-            prompt=read_instruction(folder / "instruction.md"),
-            max_steps=DEFAULT_MAX_STEPS,
-            difficulty=config.metadata.difficulty or Difficulty.medium,
-            tags=config.metadata.tags,
-            agent_timeout_s=table.agent.timeout_sec or config.agent.timeout_sec,
-            mcp_servers=config.environment.servers(),
-        )
+        prompt = read_instruction(folder / "instruction.md")
+        timeout = table.agent.timeout_sec or config.agent.timeout_sec
+        spec = task_spec(config, layout.root.name, prompt, timeout)
         env = fill_templates(
             table.verifier.env, layout.task_file, f"steps.{table.name}.verifier.env"
         )

@@ -60,9 +60,11 @@ from evalrun.sandbox.base import (
 )
 from evalrun.tasks.base import (
     HARBOR_TASK_FILE,
+    Difficulty,
     SeparateVerifier,
     SetupFailed,
     StepPlan,
+    TaskSpec,
     Verdict,
     failure_reason,
     inject,
@@ -135,6 +137,21 @@ def strip_canary(text: str) -> str:
     while start and start < len(lines) and not lines[start].strip():
         start += 1
     return "\n".join(lines[start:])
+
+
+def task_spec(
+    config: HarborToml, task_id: str, prompt: str, agent_timeout_s: float | None
+) -> TaskSpec:
+    """The `TaskSpec` of a Harbor task, or of one of its steps, from its task.toml."""
+    return TaskSpec(
+        id=task_id,
+        prompt=prompt,
+        max_steps=DEFAULT_MAX_STEPS,
+        difficulty=config.metadata.difficulty or Difficulty.medium,
+        tags=config.metadata.tags,
+        agent_timeout_s=agent_timeout_s,
+        mcp_servers=config.environment.servers(),
+    )
 
 
 def read_instruction(path: Path) -> str:
