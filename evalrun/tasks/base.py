@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from evalrun.models.records import AgentResult, Outcome, ToolCall
 from evalrun.models.writable import tail_text
-from evalrun.sandbox.base import ExecResult, Sandbox, SandboxBackend, SandboxSpec
+from evalrun.sandbox.base import DEFAULT_SPEC, ExecResult, Sandbox, SandboxBackend, SandboxSpec
 from evalrun.sandbox.base import TaskImage as TaskImage  # re-exported: formats describe images
 
 HARBOR_TASK_FILE = "task.toml"  # what makes a folder a Harbor task (formats.harbor loads it)
@@ -303,6 +303,28 @@ class TaskFormat(Protocol):
     async def grade(self, sandbox: Sandbox, answer: str, timeout_s: float) -> Verdict:
         """Inject the hidden verifier, run it, and judge."""
         ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class FormatDefaults:
+    """The `TaskFormat` members of a format that asks for nothing more: the backend's sandbox as
+    configured, one turn graded in the agent's sandbox, nothing to warn or keep, runs anywhere,
+    no near-miss or tamper overlays. A format overrides what it has."""
+
+    sandbox_spec: SandboxSpec = DEFAULT_SPEC
+    step_plan: StepPlan | None = None
+    separate_verifier: SeparateVerifier | None = None
+    warnings: tuple[str, ...] = ()
+    kept_fields: Mapping[str, Any] = field(default_factory=dict)
+
+    def cannot_run_on(self, backend: SandboxBackend) -> str | None:
+        return None
+
+    def wrong_overlays(self) -> list[Path]:
+        return []
+
+    def tamper_overlays(self) -> list[Path]:
+        return []
 
 
 def setup_bytes(folders: Sequence[Path]) -> int:

@@ -26,20 +26,18 @@ import shlex
 import shutil
 import tempfile
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 from evalrun.errors import TaskFormatError
 from evalrun.models.records import AgentResult, Outcome, ToolCall
 from evalrun.models.writable import tail_text
-from evalrun.sandbox.base import DEFAULT_SPEC, ExecResult, Sandbox, SandboxBackend, SandboxSpec
+from evalrun.sandbox.base import ExecResult, Sandbox
 from evalrun.tasks import lint, taskfile
 from evalrun.tasks.base import (
-    StepPlan,
+    FormatDefaults,
     TaskSpec,
     Verdict,
     failure_reason,
@@ -189,19 +187,11 @@ async def apply_overlay(
 
 
 @dataclass(frozen=True)
-class NativeFormat:
+class NativeFormat(FormatDefaults):
     """The `TaskFormat` of a task.yaml folder (see the module docstring)."""
 
     layout: TaskLayout
     name: str = "evalrun"
-    sandbox_spec: SandboxSpec = DEFAULT_SPEC
-    step_plan: StepPlan | None = None
-    separate_verifier: None = None
-    warnings: tuple[str, ...] = ()
-    kept_fields: Mapping[str, Any] = field(default_factory=dict)
-
-    def cannot_run_on(self, backend: SandboxBackend) -> str | None:
-        return None
 
     def wrong_overlays(self) -> list[Path]:
         return self.layout.wrong_dirs

@@ -31,14 +31,13 @@ before each grading and the sandbox is handed back to the agent after it (`Sandb
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from evalrun.errors import TaskFormatError
 from evalrun.models.records import AgentResult, Outcome
-from evalrun.sandbox.base import DEFAULT_SPEC, Sandbox, SandboxBackend, SandboxSpec
-from evalrun.tasks.base import Step, Verdict
+from evalrun.sandbox.base import Sandbox, SandboxBackend
+from evalrun.tasks.base import FormatDefaults, Step, Verdict
 from evalrun.tasks.harbor.task import (
     CONTAINER_TESTS_DIR,
     SOLVE_SCRIPT,
@@ -81,19 +80,15 @@ def load_steps(parent: HarborFormat) -> HarborSteps:
 
 
 @dataclass(frozen=True)
-class HarborStepFormat:
-    """One step as a `TaskFormat`: it prepares, solves and grades that turn only."""
+class HarborStepFormat(FormatDefaults):
+    """One step as a `TaskFormat`: it prepares, solves and grades that turn only (in the sample's
+    sandbox, which is the task's)."""
 
     parent: HarborFormat
     table: StepTable
     folder: Path
     verifier_env: Mapping[str, str]
     name: str = "harbor"
-    sandbox_spec: SandboxSpec = DEFAULT_SPEC  # the sample's sandbox is the task's
-    step_plan: None = None
-    separate_verifier: None = None
-    warnings: tuple[str, ...] = ()
-    kept_fields: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def layout(self) -> HarborLayout:
@@ -102,14 +97,8 @@ class HarborStepFormat:
     def cannot_run_on(self, backend: SandboxBackend) -> str | None:
         return self.parent.cannot_run_on(backend)
 
-    def wrong_overlays(self) -> list[Path]:
-        return []
-
     def setup_dirs(self) -> list[Path]:
         return [self.folder / "workdir"]
-
-    def tamper_overlays(self) -> list[Path]:
-        return []
 
     def hidden_paths(self) -> list[str]:
         own = self.folder / "tests"

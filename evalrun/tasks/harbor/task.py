@@ -44,7 +44,6 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from evalrun.config.schema import EvalConfig
 from evalrun.errors import TaskFormatError
@@ -55,15 +54,13 @@ from evalrun.sandbox.base import (
     ExecResult,
     Sandbox,
     SandboxBackend,
-    SandboxSpec,
     TaskImage,
 )
 from evalrun.tasks.base import (
     HARBOR_TASK_FILE,
     Difficulty,
-    SeparateVerifier,
+    FormatDefaults,
     SetupFailed,
-    StepPlan,
     TaskSpec,
     Verdict,
     failure_reason,
@@ -180,20 +177,15 @@ class Verifier:
 
 
 @dataclass(frozen=True)
-class HarborFormat:
+class HarborFormat(FormatDefaults):
     """The `TaskFormat` of a Harbor task folder (see the module docstring)."""
 
     layout: HarborLayout
     config: HarborToml
     reward_threshold: float = EvalConfig.reward_threshold
-    sandbox_spec: SandboxSpec = field(default_factory=SandboxSpec)
     verifier_env: Mapping[str, str] = field(default_factory=dict)
     solution_env: Mapping[str, str] = field(default_factory=dict)
     unsupported: tuple[str, ...] = ()
-    warnings: tuple[str, ...] = ()
-    kept_fields: Mapping[str, Any] = field(default_factory=dict)
-    step_plan: StepPlan | None = None
-    separate_verifier: SeparateVerifier | None = None
     name: str = "harbor"
 
     @property
@@ -224,17 +216,11 @@ class HarborFormat:
             return None
         return backend.cannot_host(self.sandbox_spec)
 
-    def wrong_overlays(self) -> list[Path]:
-        return []
-
     def setup_dirs(self) -> list[Path]:
         dirs = [self.layout.environment_dir]
         if self.step_plan is not None:
             dirs += [d for step in self.step_plan.steps for d in step.format.setup_dirs()]
         return dirs
-
-    def tamper_overlays(self) -> list[Path]:
-        return []
 
     def hidden_paths(self) -> list[str]:
         tests = self.layout.tests_dir
