@@ -57,8 +57,8 @@ class ProbeFormat(FormatDefaults):
 
     def verdict(self, evidence_checks: list[Check]) -> tuple[Outcome, str | None, str]:
         """Outcome, reason and the per-expectation report for a list of checks."""
-        named = list(zip(self.spec.names, evidence_checks, strict=True))
         names = self.spec.names
+        named = list(zip(names, evidence_checks, strict=True))
         broken = [n for n, c in named if not c.ok]
         lines = [f"{'ok  ' if c.ok else 'FAIL'} {n}: {c.detail}" for n, c in named]
         if broken:
