@@ -94,9 +94,8 @@ def tamper_challenges(
         challenges.append(Challenge(tamper.name, tamper, Outcome.failed, "tamper", attack.summary))
     for folder in task.format.tamper_overlays():
         agent = OverlayAgent(folder, folder.name)
-        summary = "the task's own tamper overlay"
-        label = f"tamper/{folder.name}"
-        challenges.append(Challenge(label, agent, Outcome.failed, "tamper", summary))
+        own = "the task's own tamper overlay"
+        challenges.append(Challenge(f"tamper/{folder.name}", agent, Outcome.failed, "tamper", own))
     return challenges
 
 

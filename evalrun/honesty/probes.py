@@ -105,12 +105,9 @@ def report(results: list[RunCheck], console: Console) -> list[str]:
         good, bad = runs["good"], runs["bad"]
         tamper = [r for name, r in runs.items() if name.startswith(TAMPER)]
         held = sum(r.honest for r in tamper)
-        verdict = "[green]honest[/]"
-        if not (good.honest and bad.honest):
-            verdict = "[red]DISHONEST[/]"
-        elif held < len(tamper):
-            verdict = "[red]GAMEABLE[/]"
-        if held < len(tamper) or not (good.honest and bad.honest):
+        dishonest, gameable = not (good.honest and bad.honest), held < len(tamper)
+        verdict = "[red]DISHONEST[/]" if dishonest else "[red]GAMEABLE[/]" if gameable else ""
+        if dishonest or gameable:
             flagged.append(probe_id)
         shown = f"{held}/{len(tamper)}" if tamper else "none"
         table.add_row(
@@ -120,7 +117,7 @@ def report(results: list[RunCheck], console: Console) -> list[str]:
             else styled("[red]{}[/]", good.record.outcome.value),
             ", ".join(bad.broken) if bad.honest else styled("[red]{}[/]", bad.record.outcome.value),
             Text(shown) if held == len(tamper) else styled("[red]{}[/]", shown),
-            styled(verdict),
+            styled(verdict or "[green]honest[/]"),
         )
     console.print(table)
     for probe_id in flagged:

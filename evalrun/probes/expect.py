@@ -41,7 +41,7 @@ import posixpath
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
@@ -119,19 +119,13 @@ class MaxToolCalls(_Kind):
         return Check(count <= self.max, f"{count} {what} (at most {self.max})")
 
 
-def _text_lines(text: str | None) -> list[str]:
-    return (text or "").splitlines()
-
-
 def changed_paths(ev: Evidence) -> list[str]:
     """Paths created, modified or deleted by the agent."""
-    paths = set(ev.before) | set(ev.after)
-    changed = [
+    return sorted(
         p
-        for p in paths
+        for p in set(ev.before) | set(ev.after)
         if (ev.before.get(p) and ev.before[p].sha256) != (ev.after.get(p) and ev.after[p].sha256)
-    ]
-    return sorted(changed)
+    )
 
 
 def diff_lines(ev: Evidence) -> dict[str, int]:
@@ -142,8 +136,8 @@ def diff_lines(ev: Evidence) -> dict[str, int]:
         if (old and old.text is None) or (new and new.text is None):
             counts[path] = 1
             continue
-        before, after = (old.text if old else None), (new.text if new else None)
-        delta = difflib.ndiff(_text_lines(before), _text_lines(after))
+        before, after = (old and old.text) or "", (new and new.text) or ""
+        delta = difflib.ndiff(before.splitlines(), after.splitlines())
         counts[path] = sum(1 for line in delta if line[:2] in ("+ ", "- "))
     return counts
 
@@ -393,22 +387,8 @@ Expectation = Annotated[
     Field(discriminator="kind"),
 ]
 MODELS: dict[str, type[_Kind]] = {
-    model.model_fields["kind"].annotation.__args__[0]: model  # type: ignore[union-attr]
-    for model in (
-        ToolCalled,
-        ToolNotCalled,
-        MaxToolCalls,
-        MaxDiffLines,
-        FilesUnchanged,
-        FilesAbsent,
-        NoCommand,
-        ReadPathsExist,
-        OutputMatches,
-        OutputJson,
-        FileMatches,
-        FollowsConvention,
-        InsideWorkspace,
-    )
+    model.model_fields["kind"].annotation.__args__[0]: model
+    for model in get_args(get_args(Expectation)[0])
 }
 KINDS = list(MODELS)
 

@@ -15,18 +15,16 @@ probe; the verdict output lists each expectation with what was seen. Grading nee
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from evalrun.errors import TaskFormatError
 from evalrun.models.records import AgentResult, Outcome
 from evalrun.probes.evidence import read_evidence
 from evalrun.probes.expect import Check
 from evalrun.probes.spec import RUNS, ProbeLayout, ProbeSpec, load_script, load_spec
-from evalrun.sandbox.base import DEFAULT_SPEC, Sandbox, SandboxBackend, SandboxSpec
-from evalrun.tasks.base import StepPlan, Verdict
+from evalrun.sandbox.base import Sandbox
+from evalrun.tasks.base import FormatDefaults, Verdict
 from evalrun.tasks.loader import Task, fingerprint, is_task_folder
 from evalrun.tasks.native import NativeFormat, TaskLayout
 
@@ -34,29 +32,16 @@ SCORE_PREFIX = "expect:"
 
 
 @dataclass(frozen=True)
-class ProbeFormat:
-    """The `TaskFormat` of a probe.yaml folder (see the module docstring)."""
+class ProbeFormat(FormatDefaults):
+    """The `TaskFormat` of a probe.yaml folder (see the module docstring). It has no near-miss
+    overlays: a probe's near misses are scripted runs (scripted/bad.yaml)."""
 
     layout: ProbeLayout
     spec: ProbeSpec
     name: str = "probe"
-    sandbox_spec: SandboxSpec = DEFAULT_SPEC
-    step_plan: StepPlan | None = None
-    separate_verifier: None = None
-    warnings: tuple[str, ...] = ()
-    kept_fields: Mapping[str, Any] = field(default_factory=dict)
-
-    def cannot_run_on(self, backend: SandboxBackend) -> str | None:
-        return None
-
-    def wrong_overlays(self) -> list[Path]:
-        return []  # a probe's near misses are scripted runs (scripted/bad.yaml), not overlays
 
     def setup_dirs(self) -> list[Path]:
         return [TaskLayout(self.layout.root).setup_dir]
-
-    def tamper_overlays(self) -> list[Path]:
-        return []
 
     def hidden_paths(self) -> list[str]:
         return []  # graded on the host from the evidence; nothing hidden lands in the sandbox
@@ -73,11 +58,9 @@ class ProbeFormat:
     def verdict(self, evidence_checks: list[Check]) -> tuple[Outcome, str | None, str]:
         """Outcome, reason and the per-expectation report for a list of checks."""
         names = self.spec.names
-        broken = [n for n, c in zip(names, evidence_checks, strict=True) if not c.ok]
-        lines = [
-            f"{'ok  ' if c.ok else 'FAIL'} {n}: {c.detail}"
-            for n, c in zip(names, evidence_checks, strict=True)
-        ]
+        named = list(zip(names, evidence_checks, strict=True))
+        broken = [n for n, c in named if not c.ok]
+        lines = [f"{'ok  ' if c.ok else 'FAIL'} {n}: {c.detail}" for n, c in named]
         if broken:
             head = f"FAIL: {len(broken)} of {len(names)} expectations broken: {', '.join(broken)}"
             return Outcome.failed, head, "\n".join([head, *lines])
@@ -86,13 +69,11 @@ class ProbeFormat:
     async def grade(self, sandbox: Sandbox, answer: str, timeout_s: float) -> Verdict:
         started = time.monotonic()
         evidence = await read_evidence(sandbox)
-        if not evidence.finished:
-            checks = [
-                Check(False, "no evidence: the agent did not finish (timed out or cancelled)")
-                for _ in self.spec.expectations
-            ]
-        else:
-            checks = [exp.check(evidence) for exp in self.spec.expectations]
+        unfinished = Check(False, "no evidence: the agent did not finish (timed out or cancelled)")
+        checks = [
+            exp.check(evidence) if evidence.finished else unfinished
+            for exp in self.spec.expectations
+        ]
         outcome, reason, report = self.verdict(checks)
         scores = {
             f"{SCORE_PREFIX}{n}": 1.0 if c.ok else 0.0

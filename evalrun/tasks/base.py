@@ -29,8 +29,9 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from evalrun.models.records import AgentResult, Outcome
-from evalrun.sandbox.base import Sandbox, SandboxBackend, SandboxSpec
+from evalrun.models.records import AgentResult, Outcome, ToolCall
+from evalrun.models.writable import tail_text
+from evalrun.sandbox.base import DEFAULT_SPEC, ExecResult, Sandbox, SandboxBackend, SandboxSpec
 from evalrun.sandbox.base import TaskImage as TaskImage  # re-exported: formats describe images
 
 HARBOR_TASK_FILE = "task.toml"  # what makes a folder a Harbor task (formats.harbor loads it)
@@ -343,6 +344,30 @@ class TaskFormat(Protocol):
         ...
 
 
+@dataclass(frozen=True, kw_only=True)
+class FormatDefaults:
+    """The `TaskFormat` members of a format that asks for nothing more: the backend's sandbox as
+    configured, one turn graded in the agent's sandbox (unless given a `separate_verifier`),
+    nothing to warn or keep, runs anywhere its verifier can, no near-miss or tamper overlays. A
+    format overrides what it has."""
+
+    sandbox_spec: SandboxSpec = DEFAULT_SPEC
+    step_plan: StepPlan | None = None
+    separate_verifier: SeparateVerifier | None = None
+    warnings: tuple[str, ...] = ()
+    kept_fields: Mapping[str, Any] = field(default_factory=dict)
+
+    def cannot_run_on(self, backend: SandboxBackend) -> str | None:
+        apart = self.separate_verifier
+        return None if apart is None else apart.cannot_run_on(backend)
+
+    def wrong_overlays(self) -> list[Path]:
+        return []
+
+    def tamper_overlays(self) -> list[Path]:
+        return []
+
+
 def setup_bytes(folders: Sequence[Path]) -> int:
     """The apparent size of every file under `folders` (what copying them moves; a sparse file
     counts in full), symlinks not followed."""
@@ -353,6 +378,35 @@ def setup_bytes(folders: Sequence[Path]) -> int:
                 with suppress(OSError):
                     total += os.lstat(os.path.join(dirpath, name)).st_size
     return total
+
+
+def setup_log(result: ExecResult, where: str, timeout_s: float) -> str:
+    """The output of the setup script `where` names; `SetupFailed` when it timed out or failed."""
+    log = result.stdout + result.stderr
+    if result.timed_out:
+        raise SetupFailed(f"{where} timed out after {timeout_s:g}s", timed_out=True)
+    if not result.ok:
+        detail = tail_text(log.strip(), 500)
+        raise SetupFailed(f"{where} failed (exit {result.exit_code}): {detail}")
+    return log
+
+
+def solved(result: ExecResult, command: str, steps: list[ToolCall]) -> AgentResult:
+    """The gold solution's run of solve.sh (`command`) as an agent's result: its bash step after
+    `steps`, its stdout the final answer, and an error when it failed."""
+    steps.append(
+        ToolCall(
+            name="bash",
+            args={"command": command},
+            result=tail_text(result.stdout + result.stderr, 2000),
+            duration_s=result.duration_s,
+            error=None if result.ok else f"exit {result.exit_code}",
+        )
+    )
+    error = None
+    if not result.ok:
+        error = f"solve.sh failed (exit {result.exit_code}): {tail_text(result.stderr, 500)}"
+    return AgentResult(output=result.stdout, trajectory=steps, error=error)
 
 
 def failure_reason(output: str, exit_code: int | None, script: str) -> str:

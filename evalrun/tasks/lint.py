@@ -190,18 +190,21 @@ def bash_faults(scripts: Sequence[Path]) -> list[Fault]:
     ]
 
 
-def _unknown(scripts: Sequence[Path], known: Passed) -> dict[Path, tuple[str, bool]]:
-    """Each script not known to pass: its content hash, and whether it mentions extglob."""
-    todo = {}
-    for path in scripts:
+def _new(files: Sequence[Path], known: Passed) -> Iterator[tuple[Path, str, bytes]]:
+    """Each readable file not known to pass: its path, content hash and bytes."""
+    for path in files:
         try:
             data = path.read_bytes()
         except OSError:
             continue
         digest = hashlib.sha256(data).hexdigest()
         if digest not in known.hashes:
-            todo[path] = (digest, b"extglob" in data)
-    return todo
+            yield path, digest, data
+
+
+def _unknown(scripts: Sequence[Path], known: Passed) -> dict[Path, tuple[str, bool]]:
+    """Each script not known to pass: its content hash, and whether it mentions extglob."""
+    return {path: (digest, b"extglob" in data) for path, digest, data in _new(scripts, known)}
 
 
 def _screen(bash: Bash, known: Passed, todo: Mapping[Path, tuple[str, bool]]) -> None:
@@ -213,7 +216,9 @@ def _screen(bash: Bash, known: Passed, todo: Mapping[Path, tuple[str, bool]]) ->
 
 def _parse_all(bash: str, scripts: list[tuple[Path, bool]]) -> list[bool] | None:
     """Whether each (script, extglob) parses, from one bash; None when it did not answer."""
-    args = [a for path, extglob in scripts for a in ("1" if extglob else "0", _absolute(path))]
+    args = [
+        a for path, extglob in scripts for a in ("1" if extglob else "0", os.path.abspath(path))
+    ]
     done = _run_bash([bash, "-c", _SCREEN, "screen", *args])
     if done is None:
         return None
@@ -229,10 +234,10 @@ def _parse_all(bash: str, scripts: list[tuple[Path, bool]]) -> list[bool] | None
 def _bash_n(bash: str, path: Path, extglob: bool) -> list[Fault]:
     """The first error `bash -n` reports for `path` (its message, with its line)."""
     options = ["-O", "extglob"] if extglob else []
-    done = _run_bash([bash, *options, "-n", "--", _absolute(path)])
+    done = _run_bash([bash, *options, "-n", "--", os.path.abspath(path)])
     if done is None or done.returncode == 0:
         return []
-    prefix = f"{_absolute(path)}: line "
+    prefix = f"{os.path.abspath(path)}: line "
     for raw in done.stderr.splitlines():
         if not raw.startswith(prefix):
             continue
@@ -270,33 +275,15 @@ def _run_bash(argv: list[str]) -> subprocess.CompletedProcess[str] | None:
             return None
 
 
-def _absolute(path: Path) -> str:
-    return os.path.abspath(path)
-
-
 # --- Python files: compile --------------------------------------------------------------------
 
 
 def python_faults(files: Sequence[Path]) -> list[Fault]:
     """Each file that does not compile for this Python, with the compiler's line and column."""
     known = passed("compiled-py{}.{}.txt".format(*sys.version_info[:2]))
-    good: list[str] = []
-    faults = []
-    for path in files:
-        try:
-            data = path.read_bytes()
-        except OSError:
-            continue
-        digest = hashlib.sha256(data).hexdigest()
-        if digest in known.hashes:
-            continue
-        fault = _compile(path, data)
-        if fault is None:
-            good.append(digest)
-        else:
-            faults.append(fault)
-    known.add(good)
-    return faults
+    checked = [(digest, _compile(path, data)) for path, digest, data in _new(files, known)]
+    known.add([digest for digest, fault in checked if fault is None])
+    return [fault for _, fault in checked if fault is not None]
 
 
 def _compile(path: Path, data: bytes) -> Fault | None:

@@ -263,14 +263,9 @@ def runnable_on(
     Tasks the user named explicitly (`explicit`, i.e. `ids=`) are refused with a `UsageError`
     instead of skipped; so is a selection of which nothing can run.
     """
-    kept: list[Task] = []
-    skipped: list[tuple[str, str]] = []
-    for task in tasks:
-        reason = task.format.cannot_run_on(backend)
-        if reason is None:
-            kept.append(task)
-        else:
-            skipped.append((task.id, reason))
+    reasons = [(task, task.format.cannot_run_on(backend)) for task in tasks]
+    kept = [task for task, reason in reasons if reason is None]
+    skipped = [(task.id, reason) for task, reason in reasons if reason is not None]
     if skipped and (explicit or not kept):
         lines = "\n".join(f"  {task_id}: {reason}" for task_id, reason in skipped)
         raise UsageError(f"cannot run on sandbox={backend.name}:\n{lines}")

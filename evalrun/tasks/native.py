@@ -30,28 +30,27 @@ import shlex
 import shutil
 import tempfile
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 from evalrun.errors import TaskFormatError
 from evalrun.models.records import AgentResult, Outcome, ToolCall
 from evalrun.models.writable import tail_text
-from evalrun.sandbox.base import DEFAULT_SPEC, ExecResult, Sandbox, SandboxBackend, SandboxSpec
+from evalrun.sandbox.base import DEFAULT_SPEC, ExecResult, Sandbox
 from evalrun.tasks import lint, taskfile
 from evalrun.tasks.base import (
     Artifact,
     CollectCommand,
+    FormatDefaults,
     SeparateVerifier,
-    SetupFailed,
-    StepPlan,
     TaskSpec,
     Verdict,
     failure_reason,
     inject,
+    setup_log,
+    solved,
     with_notes,
 )
 
@@ -202,36 +201,15 @@ async def apply_overlay(
         f"bash {SOLVE_SCRIPT}; status=$?; rm -f {shlex.quote(SOLVE_SCRIPT)}; exit $status",
         timeout_s=timeout_s,
     )
-    steps.append(
-        ToolCall(
-            name="bash",
-            args={"command": f"bash {SOLVE_SCRIPT}"},
-            result=tail_text(result.stdout + result.stderr, 2000),
-            duration_s=result.duration_s,
-            error=None if result.ok else f"exit {result.exit_code}",
-        )
-    )
-    error = None
-    if not result.ok:
-        error = f"{SOLVE_SCRIPT} failed (exit {result.exit_code}): {tail_text(result.stderr, 500)}"
-    return AgentResult(output=result.stdout, trajectory=steps, error=error)
+    return solved(result, f"bash {SOLVE_SCRIPT}", steps)
 
 
 @dataclass(frozen=True)
-class NativeFormat:
+class NativeFormat(FormatDefaults):
     """The `TaskFormat` of a task.yaml folder (see the module docstring)."""
 
     layout: TaskLayout
     name: str = "evalrun"
-    sandbox_spec: SandboxSpec = DEFAULT_SPEC
-    step_plan: StepPlan | None = None
-    separate_verifier: SeparateVerifier | None = None
-    warnings: tuple[str, ...] = ()
-    kept_fields: Mapping[str, Any] = field(default_factory=dict)
-
-    def cannot_run_on(self, backend: SandboxBackend) -> str | None:
-        apart = self.separate_verifier
-        return None if apart is None else apart.cannot_run_on(backend)
 
     def wrong_overlays(self) -> list[Path]:
         return self.layout.wrong_dirs
@@ -261,13 +239,7 @@ class NativeFormat:
             f"bash {SETUP_SCRIPT}; status=$?; rm -f {SETUP_SCRIPT}; exit $status",
             timeout_s=timeout_s,
         )
-        log = result.stdout + result.stderr
-        if result.timed_out:
-            raise SetupFailed(f"setup.sh timed out after {timeout_s:g}s", timed_out=True)
-        if not result.ok:
-            detail = tail_text(log.strip(), 500)
-            raise SetupFailed(f"setup.sh failed (exit {result.exit_code}): {detail}")
-        return log
+        return setup_log(result, SETUP_SCRIPT, timeout_s)
 
     async def solve(self, sandbox: Sandbox) -> AgentResult:
         return await apply_overlay(sandbox, self.layout.solution_dir)

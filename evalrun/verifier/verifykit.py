@@ -88,9 +88,8 @@ def _harden_this_process() -> None:
         pass
 
 
-if (
-    __name__ == "verifykit"
-):  # as a verifier's import; imported as evalrun.verifier.verifykit it only reads
+# as a verifier's import; imported as evalrun.verifier.verifykit it only reads
+if __name__ == "verifykit":
     _harden_this_process()
 
 

@@ -52,11 +52,6 @@ ARTIFACTS_DIR = "/logs/artifacts"  # Harbor's: what the agent publishes for a se
 Policy = tuple[Network, tuple[str, ...]]  # a phase's network, and its hosts when an allow-list
 
 
-def phase_network(phase: Phase | EnvironmentTable) -> Network:
-    """One table's own network policy (`unspecified` when it says nothing)."""
-    return phase_policy(phase)[0]
-
-
 def phase_policy(phase: Phase | EnvironmentTable) -> Policy:
     """One table's own network, with the hosts it allows when that is an allow-list."""
     mode = phase.network_mode
@@ -91,11 +86,8 @@ def sample_networks(config: HarborToml) -> tuple[Policy, Policy, str | None]:
             wanted[name] = own if own[0] is not Network.unspecified else baseline
         if len(set(wanted.values())) > 1:
             detail = ", ".join(f"[{k}] {_said(v)}" for k, v in wanted.items())
-            return (
-                baseline,
-                baseline,
-                (f"a different network in the {phase} phase of different steps ({detail})"),
-            )
+            clash = f"a different network in the {phase} phase of different steps ({detail})"
+            return baseline, baseline, clash
         chosen.append(next(iter(wanted.values())))
     return chosen[0], chosen[1], None
 
@@ -201,13 +193,17 @@ def separate_verifier(
         spec = replace(agent, image=image, network=network[0], allowed_hosts=network[1])
         spec = replace(spec, verifier_network=None, verifier_allowed_hosts=None, compose_file=None)
     else:
-        if phase_network(config.verifier) is Network.unspecified:
+        if phase_policy(config.verifier)[0] is Network.unspecified:
             own = phase_policy(table)
             network = network if own[0] is Network.unspecified else own
         env = fill_templates(table.env, task_file, "verifier.environment.env")
         spec = _table_spec(table, task_file, "verifier.environment", image, env, network)
         spec = replace(spec, user=config.agent.user)
-    return SeparateVerifier(spec, artifacts(config), collect_commands(config), bundled)
+    # `[[verifier.collect]]`: all in the agent's sandbox (`unsupported` refuses another service)
+    collect = tuple(
+        CollectCommand(c.command, c.timeout_sec, c.user) for c in config.verifier.collect
+    )
+    return SeparateVerifier(spec, artifacts(config), collect, bundled)
 
 
 def artifacts(config: HarborToml) -> tuple[Artifact, ...]:
@@ -217,12 +213,6 @@ def artifacts(config: HarborToml) -> tuple[Artifact, ...]:
     if not any(a.path == ARTIFACTS_DIR for a in found):
         found.insert(0, Artifact(ARTIFACTS_DIR))
     return tuple(found)
-
-
-def collect_commands(config: HarborToml) -> tuple[CollectCommand, ...]:
-    """The `[[verifier.collect]]` commands (all in the agent's sandbox: `unsupported` refuses
-    another service)."""
-    return tuple(CollectCommand(c.command, c.timeout_sec, c.user) for c in config.verifier.collect)
 
 
 def _build_timeout(table: EnvironmentTable) -> float:

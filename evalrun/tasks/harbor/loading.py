@@ -10,70 +10,41 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from evalrun.config.schema import EvalConfig
 from evalrun.errors import TaskFormatError
 from evalrun.tasks import lint
-from evalrun.tasks.base import (
-    Difficulty,
-    TaskSpec,
-)
+from evalrun.tasks.base import TaskSpec
 from evalrun.tasks.harbor.env import sandbox_spec, separate_verifier, unsupported
 from evalrun.tasks.harbor.keys import flatten
 from evalrun.tasks.harbor.steps import load_steps
 from evalrun.tasks.harbor.task import (
-    DEFAULT_MAX_STEPS,
     TEST_SCRIPT,
     HarborFormat,
     HarborLayout,
     read_instruction,
+    task_spec,
 )
-from evalrun.tasks.harbor.toml import fill_templates, parse
+from evalrun.tasks.harbor.toml import HarborToml, StepTable, fill_templates, parse
 
-USED_KEYS = frozenset(
-    [
-        "metadata.difficulty",
-        "metadata.tags",
-        "multi_step_reward_strategy",
-        "steps",
-        "solution.env",
-        "agent.timeout_sec",
-        "agent.user",
-        "agent.network_mode",
-        "agent.allowed_hosts",
-        "verifier.timeout_sec",
-        "verifier.user",
-        "verifier.network_mode",
-        "verifier.allowed_hosts",
-        "verifier.env",
-        "verifier.environment_mode",
-        "verifier.environment",
-        "verifier.collect",
-        "artifacts",
-        "environment.build_timeout_sec",
-        "environment.docker_image",
-        "environment.os",
-        "environment.cpus",
-        "environment.memory_mb",
-        "environment.memory",
-        "environment.storage_mb",
-        "environment.storage",
-        "environment.gpus",
-        "environment.tpu",
-        "environment.network_mode",
-        "environment.allowed_hosts",
-        "environment.allow_internet",
-        "environment.mcp_servers",
-        "environment.env",
-        "environment.healthcheck",
-        "environment.workdir",
-    ]
-)
 
+def _keys(model: type[BaseModel]) -> set[str]:
+    """The dotted keys of `model`'s fields; a field that is a table of its own, by its keys."""
+    keys = set()
+    for name, info in model.model_fields.items():
+        table = info.annotation
+        if isinstance(table, type) and issubclass(table, BaseModel):
+            keys |= {f"{name}.{key}" for key in table.model_fields}
+        else:
+            keys.add(name)
+    return keys
+
+
+# task.toml keys evalrun acts on: the typed ones, less the schema version (kept and shown)
+USED_KEYS = frozenset(_keys(HarborToml) - {"schema_version", "version"})
 # ... and in each [[steps]] entry: its name, gate, healthcheck, and the same [agent]/[verifier] keys
-USED_STEP_KEYS = frozenset(
-    {"name", "min_reward", "healthcheck"}
-    | {k for k in USED_KEYS if k.startswith(("agent.", "verifier."))}
-)
+USED_STEP_KEYS = frozenset(_keys(StepTable))
 
 
 def load(
@@ -125,16 +96,7 @@ def load(
             )
     step_names = [step.name for step in config.steps or ()]
     lint.refuse(lint.bash_faults(test_scripts(layout, step_names)))
-    spec = TaskSpec(
-        id=folder.name,
-        prompt=prompt,
-        max_steps=DEFAULT_MAX_STEPS,
-        difficulty=config.metadata.difficulty or Difficulty.medium,
-        tags=config.metadata.tags,
-        agent_timeout_s=config.agent.timeout_sec,
-        mcp_servers=config.environment.servers(),
-    )
-    return spec, fmt
+    return task_spec(config, folder.name, prompt, config.agent.timeout_sec), fmt
 
 
 def test_scripts(layout: HarborLayout, steps: Sequence[str] | None = None) -> list[Path]:

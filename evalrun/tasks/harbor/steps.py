@@ -31,17 +31,15 @@ before each grading and the sandbox is handed back to the agent after it (`Sandb
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from evalrun.errors import TaskFormatError
 from evalrun.models.records import AgentResult, Outcome
-from evalrun.sandbox.base import DEFAULT_SPEC, Sandbox, SandboxBackend, SandboxSpec
-from evalrun.tasks.base import Difficulty, Step, TaskSpec, Verdict
+from evalrun.sandbox.base import Sandbox, SandboxBackend
+from evalrun.tasks.base import FormatDefaults, Step, Verdict
 from evalrun.tasks.harbor.task import (
     CONTAINER_TESTS_DIR,
-    DEFAULT_MAX_STEPS,
     SOLVE_SCRIPT,
     TEST_SCRIPT,
     HarborFormat,
@@ -51,6 +49,7 @@ from evalrun.tasks.harbor.task import (
     populate,
     read_instruction,
     run_solution,
+    task_spec,
 )
 from evalrun.tasks.harbor.toml import StepTable, fill_templates
 
@@ -69,15 +68,9 @@ def load_steps(parent: HarborFormat) -> HarborSteps:
                 folder / "tests" / TEST_SCRIPT,
                 f"missing: step {table.name!r} needs a test.sh here or in the task's tests/",
             )
-        spec = TaskSpec(
-            id=layout.root.name,
-            prompt=read_instruction(folder / "instruction.md"),
-            max_steps=DEFAULT_MAX_STEPS,
-            difficulty=config.metadata.difficulty or Difficulty.medium,
-            tags=config.metadata.tags,
-            agent_timeout_s=table.agent.timeout_sec or config.agent.timeout_sec,
-            mcp_servers=config.environment.servers(),
-        )
+        prompt = read_instruction(folder / "instruction.md")
+        timeout = table.agent.timeout_sec or config.agent.timeout_sec
+        spec = task_spec(config, layout.root.name, prompt, timeout)
         env = fill_templates(
             table.verifier.env, layout.task_file, f"steps.{table.name}.verifier.env"
         )
@@ -87,19 +80,15 @@ def load_steps(parent: HarborFormat) -> HarborSteps:
 
 
 @dataclass(frozen=True)
-class HarborStepFormat:
-    """One step as a `TaskFormat`: it prepares, solves and grades that turn only."""
+class HarborStepFormat(FormatDefaults):
+    """One step as a `TaskFormat`: it prepares, solves and grades that turn only (in the sample's
+    sandbox, which is the task's)."""
 
     parent: HarborFormat
     table: StepTable
     folder: Path
     verifier_env: Mapping[str, str]
     name: str = "harbor"
-    sandbox_spec: SandboxSpec = DEFAULT_SPEC  # the sample's sandbox is the task's
-    step_plan: None = None
-    separate_verifier: None = None
-    warnings: tuple[str, ...] = ()
-    kept_fields: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def layout(self) -> HarborLayout:
@@ -108,14 +97,8 @@ class HarborStepFormat:
     def cannot_run_on(self, backend: SandboxBackend) -> str | None:
         return self.parent.cannot_run_on(backend)
 
-    def wrong_overlays(self) -> list[Path]:
-        return []
-
     def setup_dirs(self) -> list[Path]:
         return [self.folder / "workdir"]
-
-    def tamper_overlays(self) -> list[Path]:
-        return []
 
     def hidden_paths(self) -> list[str]:
         own = self.folder / "tests"
@@ -191,14 +174,8 @@ class HarborSteps:
         for step, verdict in graded:
             if "reward" not in verdict.scores:  # no reward: that step's verdict is the task's
                 reason = f"step {step.name!r}: {verdict.reason}"
-                return Verdict(
-                    verdict.outcome,
-                    reason,
-                    verdict.exit_code,
-                    outputs,
-                    took,
-                    timed_out=verdict.timed_out,
-                    scores=step_scores,
+                return replace(
+                    verdict, reason=reason, output=outputs, duration_s=took, scores=step_scores
                 )
         per_step = [_rewards(v) for _, v in graded]
         if self.strategy == "final":

@@ -44,7 +44,6 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from evalrun.config.schema import EvalConfig
 from evalrun.errors import TaskFormatError
@@ -55,17 +54,19 @@ from evalrun.sandbox.base import (
     ExecResult,
     Sandbox,
     SandboxBackend,
-    SandboxSpec,
     TaskImage,
 )
 from evalrun.tasks.base import (
     HARBOR_TASK_FILE,
-    SeparateVerifier,
+    Difficulty,
+    FormatDefaults,
     SetupFailed,
-    StepPlan,
+    TaskSpec,
     Verdict,
     failure_reason,
     inject,
+    setup_log,
+    solved,
     with_notes,
 )
 from evalrun.tasks.harbor.reward import VERIFIER_ENV, RewardError, RewardMissing, read_reward
@@ -135,6 +136,21 @@ def strip_canary(text: str) -> str:
     return "\n".join(lines[start:])
 
 
+def task_spec(
+    config: HarborToml, task_id: str, prompt: str, agent_timeout_s: float | None
+) -> TaskSpec:
+    """The `TaskSpec` of a Harbor task, or of one of its steps, from its task.toml."""
+    return TaskSpec(
+        id=task_id,
+        prompt=prompt,
+        max_steps=DEFAULT_MAX_STEPS,
+        difficulty=config.metadata.difficulty or Difficulty.medium,
+        tags=config.metadata.tags,
+        agent_timeout_s=agent_timeout_s,
+        mcp_servers=config.environment.servers(),
+    )
+
+
 def read_instruction(path: Path) -> str:
     """An instruction file's text, canary lines removed; `TaskFormatError` when missing/blank."""
     if not path.is_file():
@@ -161,20 +177,15 @@ class Verifier:
 
 
 @dataclass(frozen=True)
-class HarborFormat:
+class HarborFormat(FormatDefaults):
     """The `TaskFormat` of a Harbor task folder (see the module docstring)."""
 
     layout: HarborLayout
     config: HarborToml
     reward_threshold: float = EvalConfig.reward_threshold
-    sandbox_spec: SandboxSpec = field(default_factory=SandboxSpec)
     verifier_env: Mapping[str, str] = field(default_factory=dict)
     solution_env: Mapping[str, str] = field(default_factory=dict)
     unsupported: tuple[str, ...] = ()
-    warnings: tuple[str, ...] = ()
-    kept_fields: Mapping[str, Any] = field(default_factory=dict)
-    step_plan: StepPlan | None = None
-    separate_verifier: SeparateVerifier | None = None
     name: str = "harbor"
 
     @property
@@ -203,17 +214,11 @@ class HarborFormat:
             return None
         return backend.cannot_host(self.sandbox_spec)
 
-    def wrong_overlays(self) -> list[Path]:
-        return []
-
     def setup_dirs(self) -> list[Path]:
         dirs = [self.layout.environment_dir]
         if self.step_plan is not None:
             dirs += [d for step in self.step_plan.steps for d in step.format.setup_dirs()]
         return dirs
-
-    def tamper_overlays(self) -> list[Path]:
-        return []
 
     def hidden_paths(self) -> list[str]:
         tests = self.layout.tests_dir
@@ -242,14 +247,12 @@ class HarborFormat:
         """Inject the tests folders (unless the image holds them), run test.sh, read its
         reward; `verdict_for` says what it means."""
         timeout_s = verifier.timeout_s or timeout_s
-        container = sandbox.is_container
         notes = [] if verifier.bundled else await _inject_tests(sandbox, verifier.tests_dirs)
-        verifier_dir = await _fresh_verifier_dir(sandbox, container)
+        verifier_dir = await _fresh_verifier_dir(sandbox)
         env = {**verifier.env, VERIFIER_ENV: verifier_dir}
         script = f"{CONTAINER_TESTS_DIR if verifier.bundled else 'tests'}/{TEST_SCRIPT}"
-        argv = ["bash", script]
         user = verifier.user if sandbox.switches_users else None
-        result = await sandbox.exec(argv, env=env, timeout_s=timeout_s, user=user)
+        result = await sandbox.exec(["bash", script], env=env, timeout_s=timeout_s, user=user)
         verdict = await self._verdict(sandbox, result, verifier_dir, verifier, timeout_s)
         return with_notes(verdict, notes)
 
@@ -336,15 +339,7 @@ async def populate(
         timeout_s=timeout_s,
         user=user,
     )
-    log = result.stdout + result.stderr
-    where = f"{folder.name}/{SETUP_SCRIPT}"
-    if result.timed_out:
-        raise SetupFailed(f"{where} timed out after {timeout_s:g}s", timed_out=True)
-    if not result.ok:
-        raise SetupFailed(
-            f"{where} failed (exit {result.exit_code}): {tail_text(log.strip(), 500)}"
-        )
-    return log
+    return setup_log(result, f"{folder.name}/{SETUP_SCRIPT}", timeout_s)
 
 
 async def healthcheck(sandbox: Sandbox, check: Healthcheck) -> str:
@@ -382,19 +377,7 @@ async def run_solution(sandbox: Sandbox, folder: Path, env: Mapping[str, str]) -
     steps = [ToolCall(name="overlay", args={"to": where}, duration_s=time.monotonic() - started)]
     script = posixpath.join(where, SOLVE_SCRIPT)
     result = await sandbox.exec(["bash", script], env=dict(env))
-    steps.append(
-        ToolCall(
-            name="bash",
-            args={"command": f"bash {script}"},
-            result=tail_text(result.stdout + result.stderr, 2000),
-            duration_s=result.duration_s,
-            error=None if result.ok else f"exit {result.exit_code}",
-        )
-    )
-    error = None
-    if not result.ok:
-        error = f"solve.sh failed (exit {result.exit_code}): {tail_text(result.stderr, 500)}"
-    return AgentResult(output=result.stdout, trajectory=steps, error=error)
+    return solved(result, f"bash {script}", steps)
 
 
 async def _inject_tests(sandbox: Sandbox, tests_dirs: Sequence[Path]) -> list[str]:
@@ -417,11 +400,11 @@ class _Unreachable(RewardMissing):
     """No reward because test.sh writes where this sandbox offers no folder (not the agent's)."""
 
 
-async def _fresh_verifier_dir(sandbox: Sandbox, container: bool) -> str:
+async def _fresh_verifier_dir(sandbox: Sandbox) -> str:
     """An empty folder outside the workspace the verifier may write: /logs/verifier in a
     container when it can be made there (the sandbox user may lack the rights), else one in the
     verifier's own fresh TMPDIR."""
-    candidates = [CONTAINER_VERIFIER_DIR] if container else []
+    candidates = [CONTAINER_VERIFIER_DIR] if sandbox.is_container else []
     candidates.append("")  # "": the script's default, under $TMPDIR
     errors = []
     for folder in candidates:

@@ -22,10 +22,12 @@ import re
 import tomllib
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
@@ -81,6 +83,7 @@ def _uid_or_name(value: Any) -> Any:
     return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
+User = Annotated[str | None, BeforeValidator(_uid_or_name)]
 _HOST_LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
 
 
@@ -102,21 +105,18 @@ def allowed_host(entry: str) -> str:
     )
 
 
+def _allowed_hosts(value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+    return None if value is None else tuple(allowed_host(h) for h in value)
+
+
+AllowedHosts = Annotated[tuple[str, ...] | None, AfterValidator(_allowed_hosts)]
+
+
 class Phase(_Table):
     timeout_sec: float | None = Field(default=None, gt=0)
-    user: str | None = None
+    user: User = None
     network_mode: NetworkMode | None = None
-    allowed_hosts: tuple[str, ...] | None = None
-
-    @field_validator("user", mode="before")
-    @classmethod
-    def _uid_or_name(cls, value: Any) -> Any:
-        return _uid_or_name(value)
-
-    @field_validator("allowed_hosts")
-    @classmethod
-    def _hosts(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
-        return None if value is None else tuple(allowed_host(h) for h in value)
+    allowed_hosts: AllowedHosts = None
 
 
 class AgentTable(Phase):
@@ -132,12 +132,7 @@ class CollectTable(_Table):
     command: str
     service: str = MAIN_SERVICE
     timeout_sec: float = Field(default=60.0, gt=0)
-    user: str | None = None
-
-    @field_validator("user", mode="before")
-    @classmethod
-    def _uid_or_name(cls, value: Any) -> Any:
-        return _uid_or_name(value)
+    user: User = None
 
 
 class ArtifactTable(_Table):
@@ -236,7 +231,7 @@ class EnvironmentTable(_Table):
     gpus: int | None = Field(default=None, ge=0)
     tpu: dict[str, Any] | None = None
     network_mode: NetworkMode | None = None
-    allowed_hosts: tuple[str, ...] | None = None
+    allowed_hosts: AllowedHosts = None
     allow_internet: bool | None = None
     mcp_servers: tuple[McpServerTable, ...] = ()
     env: dict[str, str] = Field(default_factory=dict)
@@ -247,11 +242,6 @@ class EnvironmentTable(_Table):
     @classmethod
     def _os_any_case(cls, value: Any) -> Any:
         return value.lower() if isinstance(value, str) else value
-
-    @field_validator("allowed_hosts")
-    @classmethod
-    def _hosts(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
-        return None if value is None else tuple(allowed_host(h) for h in value)
 
     @field_validator("memory", "storage")
     @classmethod

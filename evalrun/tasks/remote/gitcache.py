@@ -172,15 +172,10 @@ class RepoCache:
             shutil.rmtree(tmp, ignore_errors=True)
             git("init", "--quiet", "--bare", str(tmp))
             os.rename(tmp, self.mirror)
-        git(
-            "fetch",
-            "--quiet",
-            "--prune",
-            self.url,
-            *_FETCH_SPECS,
-            cwd=self.mirror,
-            timeout=FETCH_TIMEOUT_S,
-        )
+        self._git_fetch("--prune", self.url, *_FETCH_SPECS)
+
+    def _git_fetch(self, *args: str) -> None:
+        git("fetch", "--quiet", *args, cwd=self.mirror, timeout=FETCH_TIMEOUT_S)
 
     def _has_commit(self, commit: str) -> bool:
         if (self.folder / commit).is_dir():
@@ -212,14 +207,7 @@ class RepoCache:
             return commit, kind
         if ref is not None and FULL_COMMIT.match(ref):
             try:
-                git(
-                    "fetch",
-                    "--quiet",
-                    self.url,
-                    f"{ref}:refs/evalrun/commits/{ref}",
-                    cwd=self.mirror,
-                    timeout=FETCH_TIMEOUT_S,
-                )
+                self._git_fetch(self.url, f"{ref}:refs/evalrun/commits/{ref}")
                 return ref, "commit"
             except GitFailed:
                 pass
