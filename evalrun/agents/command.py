@@ -76,14 +76,6 @@ from evalrun.models.writable import tail_text
 from evalrun.sandbox.base import Sandbox
 from evalrun.tasks.loader import Task
 
-PLACEHOLDERS = (
-    "prompt_file",
-    "trajectory_file",
-    "usage_file",
-    "atif_file",
-    "mcp_servers_file",
-    "workdir",
-)
 ENV_NAMES = {
     "prompt_file": "EVALRUN_PROMPT_FILE",
     "trajectory_file": "EVALRUN_TRAJECTORY_FILE",
@@ -98,6 +90,7 @@ FILE_NAMES = {
     "atif_file": ATIF_FILE,
     "mcp_servers_file": "mcp_servers.json",
 }
+PLACEHOLDERS = (*FILE_NAMES, "workdir")
 MAX_TRAJECTORY_STEPS = 5000
 STDERR_CHARS = 8000  # the tail of the command's stderr kept on the record and in agent.log
 USAGE_FIELDS = (

@@ -280,7 +280,7 @@ class InstalledAgent:
         finally:
             self._gateway.close(session)
         said = f"{result.stdout}\n{result.stderr}".strip()
-        if result.exit_code == MISSING_CLI or not result.ok:
+        if not result.ok:
             hint = ""
             if "Out of memory" in said and backend.name == "bwrap":
                 hint = " (node reserves more address space than sandbox.memory_mb allows: "
