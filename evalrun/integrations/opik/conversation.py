@@ -46,9 +46,7 @@ def _dig(value: Any, path: str) -> Any:
 
 
 def _as_text(value: Any) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
+    if value is None or isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False, default=str)
 
