@@ -132,15 +132,13 @@ class OnlineRun:
 
         try:
             return self.source.list_units(self.s.since, self.s.max_scan)
-        except ApiError as exc:
-            if exc.status_code == 404:
+        except Exception as exc:
+            if isinstance(exc, ApiError) and exc.status_code == 404:
                 raise UsageError(f"project: Opik has no project named {self.s.project!r}") from None
             if not opik_down(exc):
                 raise
-            raise OpikUnavailable(f"Opik failed listing {self.s.level}: {exc}") from exc
-        except Exception as exc:
-            if not opik_down(exc):
-                raise
+            if isinstance(exc, ApiError):
+                raise OpikUnavailable(f"Opik failed listing {self.s.level}: {exc}") from exc
             raise OpikUnavailable(
                 f"Opik stopped answering while listing {self.s.level}: {type(exc).__name__}: {exc}"
             ) from exc

@@ -106,10 +106,7 @@ def _body(kind: str, code: dict[str, Any], settings: dict[str, Any], level: str)
 
     suffix = "TraceThreadLlmAsJudge" if level == "threads" else "LlmAsJudge"
     body_type = getattr(types, f"AutomationRuleEvaluator{kind}_{suffix}")
-    code_name = ("TraceThreadLlmAsJudgeCode" if level == "threads" else "LlmAsJudgeCode") + (
-        "Write" if kind == "Write" else ""
-    )
-    code_type = getattr(types, code_name)
+    code_type = getattr(types, f"{suffix}Code" + ("Write" if kind == "Write" else ""))
     return body_type(**settings, action="evaluator", code=code_type.model_validate(code))
 
 
