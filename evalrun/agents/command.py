@@ -76,28 +76,14 @@ from evalrun.models.writable import tail_text
 from evalrun.sandbox.base import Sandbox
 from evalrun.tasks.loader import Task
 
-PLACEHOLDERS = (
-    "prompt_file",
-    "trajectory_file",
-    "usage_file",
-    "atif_file",
-    "mcp_servers_file",
-    "workdir",
-)
-ENV_NAMES = {
-    "prompt_file": "EVALRUN_PROMPT_FILE",
-    "trajectory_file": "EVALRUN_TRAJECTORY_FILE",
-    "usage_file": "EVALRUN_USAGE_FILE",
-    "atif_file": ATIF_ENV,
-    "mcp_servers_file": "EVALRUN_MCP_SERVERS_FILE",
+FILES = {  # placeholder -> (file name in the scratch folder, the variable holding its path)
+    "prompt_file": ("prompt.md", "EVALRUN_PROMPT_FILE"),
+    "trajectory_file": ("trajectory.jsonl", "EVALRUN_TRAJECTORY_FILE"),
+    "usage_file": ("usage.json", "EVALRUN_USAGE_FILE"),
+    "atif_file": (ATIF_FILE, ATIF_ENV),
+    "mcp_servers_file": ("mcp_servers.json", "EVALRUN_MCP_SERVERS_FILE"),
 }
-FILE_NAMES = {
-    "prompt_file": "prompt.md",
-    "trajectory_file": "trajectory.jsonl",
-    "usage_file": "usage.json",
-    "atif_file": ATIF_FILE,
-    "mcp_servers_file": "mcp_servers.json",
-}
+PLACEHOLDERS = (*FILES, "workdir")
 MAX_TRAJECTORY_STEPS = 5000
 STDERR_CHARS = 8000  # the tail of the command's stderr kept on the record and in agent.log
 USAGE_FIELDS = (
@@ -233,7 +219,7 @@ class CommandAgent:
 
     async def run(self, task: Task, sandbox: Sandbox) -> AgentResult:
         folder = await _scratch_folder(sandbox)
-        paths = {key: posixpath.join(folder, name) for key, name in FILE_NAMES.items()}
+        paths = {key: posixpath.join(folder, name) for key, (name, _) in FILES.items()}
         await sandbox.write_file(paths["prompt_file"], task.spec.prompt)
         servers = [s.model_dump(mode="json") for s in task.spec.mcp_servers]
         await sandbox.write_file(paths["mcp_servers_file"], json.dumps(servers, indent=2))
@@ -242,7 +228,7 @@ class CommandAgent:
         env = {
             **self.env,
             **{name: os.environ[name] for name in self.pass_env if name in os.environ},
-            **{ENV_NAMES[key]: path for key, path in paths.items()},
+            **{FILES[key][1]: path for key, path in paths.items()},
         }
         result = await sandbox.exec(command, env=env, timeout_s=self.timeout_s)
 

@@ -232,27 +232,24 @@ class InstalledAgent:
             )
         return self._hosts[image.prebuilt]
 
-    def _launch(self, scratch: str, workdir: str, servers: tuple[McpServer, ...]) -> Launch:
+    async def _start(
+        self, sandbox: Sandbox, session: Session, prompt: str, servers: tuple[McpServer, ...] = ()
+    ) -> tuple[str, Launch]:
         assert self._install is not None
+        scratch = await _scratch_folder(sandbox)
         root = str(self._install.root)
-        return Launch(
+        launch = Launch(
             cli=self.cli(root),
             root=root,
             runtime=self._runtime,
             prompt_file=f"{scratch}/prompt.md",
             scratch=scratch,
             log_file=f"{scratch}/{self.log_name}",
-            workdir=workdir,
+            workdir=sandbox.workdir,
             model=self.model,
             mcp_servers=servers,
         )
-
-    async def _start(
-        self, sandbox: Sandbox, session: Session, prompt: str, servers: tuple[McpServer, ...] = ()
-    ) -> tuple[str, Launch]:
-        scratch = await _scratch_folder(sandbox)
-        launch = self._launch(scratch, sandbox.workdir, servers)
-        await sandbox.write_file(f"{scratch}/prompt.md", prompt)
+        await sandbox.write_file(launch.prompt_file, prompt)
         await sandbox.write_file(f"{scratch}/forwarder.py", FORWARDER.read_bytes())
         await sandbox.write_file(f"{scratch}/launch.sh", LAUNCHER)
         for path, text in self.files(launch).items():
@@ -280,7 +277,7 @@ class InstalledAgent:
         finally:
             self._gateway.close(session)
         said = f"{result.stdout}\n{result.stderr}".strip()
-        if result.exit_code == MISSING_CLI or not result.ok:
+        if not result.ok:
             hint = ""
             if "Out of memory" in said and backend.name == "bwrap":
                 hint = " (node reserves more address space than sandbox.memory_mb allows: "

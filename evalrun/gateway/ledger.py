@@ -20,6 +20,7 @@ from evalrun.gateway.meter import Metered
 from evalrun.models.records import ModelCall, Usage
 
 Pricer = Callable[[str], tuple[Price | None, str]]
+TOKEN_COUNTS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
 
 @dataclass(frozen=True)
@@ -106,32 +107,21 @@ class Ledger:
         """Add `metered` (a request forwarded at `started_at`, its response read just now) to
         `account`, priced by evalrun."""
         finished = time.time()
-        cost = 0.0
         if metered.model:
             price, source = self._pricer(metered.model)
         else:
             price, source = None, "the response named no model"
-        if price is not None:
-            cost = price.cost(
-                metered.input_tokens,
-                metered.output_tokens,
-                metered.cache_read_tokens,
-                metered.cache_write_tokens,
-            )
+        tokens = {name: getattr(metered, name) for name in TOKEN_COUNTS}
+        cost = price.cost(**tokens) if price is not None else 0.0
         with self._lock:
             account.requests += 1
-            account.input_tokens += metered.input_tokens
-            account.output_tokens += metered.output_tokens
-            account.cache_read_tokens += metered.cache_read_tokens
-            account.cache_write_tokens += metered.cache_write_tokens
+            for name, used in tokens.items():
+                setattr(account, name, getattr(account, name) + used)
             account.cost_usd += cost
             account.calls.append(
                 ModelCall(
                     model=metered.model,
-                    input_tokens=metered.input_tokens,
-                    output_tokens=metered.output_tokens,
-                    cache_read_tokens=metered.cache_read_tokens,
-                    cache_write_tokens=metered.cache_write_tokens,
+                    **tokens,
                     cost_usd=cost if price is not None else None,
                     tool_call_ids=list(metered.tool_call_ids),
                     started_at=started_at,

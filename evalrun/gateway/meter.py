@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 CHAT, RESPONSES, MESSAGES, GEMINI = "openai-chat", "openai-responses", "anthropic", "gemini"
+_PATH_SUFFIXES = {"/chat/completions": CHAT, "/responses": RESPONSES, "/messages": MESSAGES}
 _GEMINI_PATH = re.compile(r"/models/(?P<model>[^/:]+):(?:stream)?[Gg]enerateContent$")
 
 
@@ -33,15 +34,10 @@ def api_of(path: str) -> str | None:
     """Which API a request path calls, or None when it is not a model generation request
     (a model list, a token count): those are forwarded but not metered."""
     path = path.split("?", 1)[0].rstrip("/")
-    if path.endswith("/chat/completions"):
-        return CHAT
-    if path.endswith("/responses"):
-        return RESPONSES
-    if path.endswith("/messages"):
-        return MESSAGES
-    if _GEMINI_PATH.search(path):
-        return GEMINI
-    return None
+    for suffix, api in _PATH_SUFFIXES.items():
+        if path.endswith(suffix):
+            return api
+    return GEMINI if _GEMINI_PATH.search(path) else None
 
 
 def model_in_path(path: str) -> str | None:
@@ -60,10 +56,6 @@ class Metered:
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     tool_call_ids: tuple[str, ...] = ()  # the tool calls the response asked for, in order
-
-    @property
-    def tokens(self) -> int:
-        return self.input_tokens + self.output_tokens
 
 
 class SSEParser:
@@ -107,8 +99,8 @@ def meter(api: str, payloads: Iterable[Any], request_model: str | None) -> Meter
     used = fold(objects, request_model)
     if used is None:
         return None
-    ids = {CHAT: _chat_calls, RESPONSES: _responses_calls, MESSAGES: _messages_calls}
-    found = ids[api](objects) if api in ids else _gemini_calls(objects)
+    calls = {CHAT: _chat_calls, RESPONSES: _responses_calls, MESSAGES: _messages_calls}
+    found = calls.get(api, _gemini_calls)(objects)
     return replace(used, tool_call_ids=tuple(dict.fromkeys(i for i in found if i)))
 
 

@@ -43,26 +43,10 @@ from evalrun.extras import require
 from evalrun.gateway.ledger import Account, Ledger
 from evalrun.gateway.meter import CHAT, MESSAGES, SSEParser, api_of, meter, model_in_path
 
-DROP_REQUEST_HEADERS = {
-    "host",
-    "connection",
-    "keep-alive",
-    "content-length",
-    "transfer-encoding",
-    "accept-encoding",
-    "authorization",
-    "x-api-key",
-    "x-goog-api-key",
-    "api-key",
-    "proxy-authorization",
-}
-DROP_RESPONSE_HEADERS = {
-    "connection",
-    "keep-alive",
-    "content-length",
-    "transfer-encoding",
-    "content-encoding",
-}
+HOP_BY_HOP = {"connection", "keep-alive", "content-length", "transfer-encoding"}
+CREDENTIALS = {"authorization", "proxy-authorization", "x-api-key", "x-goog-api-key", "api-key"}
+DROP_REQUEST_HEADERS = HOP_BY_HOP | CREDENTIALS | {"host", "accept-encoding"}
+DROP_RESPONSE_HEADERS = HOP_BY_HOP | {"content-encoding"}
 REQUEST_TIMEOUT_S = 600.0
 BUDGET_STATUS = 402
 HEALTH_PATH = "/__evalrun/health"  # answered by the gateway itself, never forwarded
@@ -134,7 +118,8 @@ class Gateway:
     def __exit__(self, *exc: object) -> None:
         if self._loop is None:
             return
-        self._call(self._stop_client())
+        if self._client is not None:
+            self._call(self._client.close())
         self._loop.call_soon_threadsafe(self._loop.stop)
         if self._thread is not None:
             self._thread.join(timeout=10)
@@ -170,10 +155,6 @@ class Gateway:
             auto_decompress=False,
             trust_env=True,  # HTTPS_PROXY / NO_PROXY on the host apply, as for any client
         )
-
-    async def _stop_client(self) -> None:
-        if self._client is not None:
-            await self._client.close()
 
     async def _listen(self, session: Session) -> None:
         from aiohttp import web
@@ -243,30 +224,16 @@ class Gateway:
             except (aiohttp.ClientError, TimeoutError, ConnectionError) as exc:
                 account.gateway_failures.append(f"the provider's response broke off: {exc}")
             payloads += parser.close() if streamed else _json_payloads(bytes(kept))
-            self._account_for(
-                account, api, upstream.status, payloads, kept, request_model, started_at
-            )
+            account.last_failed = upstream.status >= 400
+            if account.last_failed:
+                account.upstream_failures.append((upstream.status, _error_message(payloads, kept)))
+            elif api is not None:
+                account.upstream_successes += 1
+                used = meter(api, payloads, request_model)
+                if used is not None:
+                    self.ledger.charge(account, used, started_at)
             await response.write_eof()  # after charging: the agent never sees a stale account
         return response
-
-    def _account_for(
-        self,
-        account: Account,
-        api: str | None,
-        status: int,
-        payloads: list[Any],
-        kept: bytearray,
-        request_model: str | None,
-        started_at: float,
-    ) -> None:
-        account.last_failed = status >= 400
-        if status >= 400:
-            account.upstream_failures.append((status, _error_message(payloads, kept)))
-        elif api is not None:
-            account.upstream_successes += 1
-            used = meter(api, payloads, request_model)
-            if used is not None:
-                self.ledger.charge(account, used, started_at)
 
 
 def _prepare_body(api: str, body: bytes, model: str | None) -> tuple[bytes, str | None]:

@@ -171,24 +171,20 @@ class CoderAgent:
         """Each model response as pydantic-ai counted it, priced like the run's usage."""
         from pydantic_ai.messages import ModelResponse
 
-        calls = []
-        for response in messages:
-            if not isinstance(response, ModelResponse):
-                continue
-            used = response.usage
-            calls.append(
-                ModelCall(
-                    model=response.model_name,
-                    input_tokens=used.input_tokens,
-                    output_tokens=used.output_tokens,
-                    cache_read_tokens=used.cache_read_tokens,
-                    cache_write_tokens=used.cache_write_tokens,
-                    cost_usd=cost_of([response], self.provider)[0],
-                    tool_call_ids=[part.tool_call_id for part in response.tool_calls],
-                    counted_by="pydantic-ai",
-                )
+        return [
+            ModelCall(
+                model=response.model_name,
+                input_tokens=response.usage.input_tokens,
+                output_tokens=response.usage.output_tokens,
+                cache_read_tokens=response.usage.cache_read_tokens,
+                cache_write_tokens=response.usage.cache_write_tokens,
+                cost_usd=cost_of([response], self.provider)[0],
+                tool_call_ids=[part.tool_call_id for part in response.tool_calls],
+                counted_by="pydantic-ai",
             )
-        return calls
+            for response in messages
+            if isinstance(response, ModelResponse)
+        ]
 
     def _usage(self, run_usage: Any, messages: list[Any]) -> Usage:
         """Tokens pydantic-ai counted so far, priced from the model responses received."""

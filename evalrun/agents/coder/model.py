@@ -12,7 +12,7 @@ pydantic-ai and openai are imported inside the functions: importing them costs a
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Sequence
 from typing import Any
 
 from evalrun.agents.coder.gemini import gemini_http_client
@@ -63,38 +63,32 @@ def default_settings(provider: Provider) -> dict[str, Any]:
     return {}
 
 
-def cost_of(responses: Iterable[Any], provider: Provider) -> tuple[float | None, str]:
+def cost_of(responses: Sequence[Any], provider: Provider) -> tuple[float | None, str]:
     """USD for a run's `ModelResponse`s and where the figure came from.
 
     Each response costs what the provider reported for it (`provider_details['cost']`), else
     its tokens at the configured or litellm price. If any response has neither, the cost is
     unknown (None) and the note says why.
     """
+    if not responses:
+        return 0.0, "no model response was received"
     total = 0.0
     sources: list[str] = []
-    price: Any = None
-    note = ""
-    looked_up = False
-    count = 0
+    looked_up: tuple[Any, str] | None = None  # the configured or litellm price, asked once
     for response in responses:
-        count += 1
         reported = (response.provider_details or {}).get("cost")
         if isinstance(reported, int | float):
             total += float(reported)
             source = "provider-reported cost"
         else:
-            if not looked_up:
-                price, note = provider.price()
-                looked_up = True
+            looked_up = looked_up or provider.price()
+            price, source = looked_up
             if price is None:
-                return None, note
+                return None, source
             u = response.usage
             total += price.cost(
                 u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens
             )
-            source = note
         if source not in sources:
             sources.append(source)
-    if count == 0:
-        return 0.0, "no model response was received"
     return total, " + ".join(sources)

@@ -28,9 +28,7 @@ path here was exercised against `tests/opik_standin.py`, a local stand-in for Op
 and the judge against `tests/openai_standin.py`.
 """
 
-if (
-    __name__ != "evalrun.integrations.opik"
-):  # pragma: no cover - a mis-set sys.path, not a code path
+if __name__ != "evalrun.integrations.opik":  # pragma: no cover - a mis-set sys.path
     raise ImportError(
         f"evalrun/opik was imported as {__name__!r}: a folder inside the evalrun package is on "
         "sys.path, so it shadows the opik SDK. Run evalrun as a package (`evalrun` or "

@@ -31,6 +31,7 @@ INPUT_KEYS = ("input", "question", "prompt", "query", "message", "user", "conten
 OUTPUT_KEYS = ("output", "answer", "response", "completion", "assistant", "content", "text")
 TURN_CHARS = 6_000  # one turn's text
 RETRY_MAX_WAIT_S = 30.0  # the longest wait between two tries of one judgement
+Transforms = tuple[Callable, Callable]  # (trace input -> user text, trace output -> assistant text)
 
 
 def _dig(value: Any, path: str) -> Any:
@@ -46,9 +47,7 @@ def _dig(value: Any, path: str) -> Any:
 
 
 def _as_text(value: Any) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
+    if value is None or isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False, default=str)
 
@@ -69,9 +68,8 @@ def field_text(value: Any, key: str | None, keys: Sequence[str]) -> str | None:
     return _as_text(value) if value not in ({}, []) else None
 
 
-def transforms(input_key: str | None, output_key: str | None) -> tuple[Callable, Callable]:
-    """(trace input -> user text, trace output -> assistant text) for opik's conversation
-    builder."""
+def transforms(input_key: str | None, output_key: str | None) -> Transforms:
+    """The `Transforms` for opik's conversation builder."""
     return (
         lambda value: field_text(value, input_key, INPUT_KEYS),
         lambda value: field_text(value, output_key, OUTPUT_KEYS),

@@ -11,8 +11,7 @@ directory), so both produce the same objects with the same ids:
   (`evalrun.integrations.opik.link`); `experiment_config` is the redacted resolved config plus
   `reproduction`; when the run's samples are sent, its state is added (`run_state`).
 - **Traces** with deterministic ids (`evalrun.integrations.opik.traces.trace_id`). Before sending,
-the
-  experiment's existing items are listed and samples already linked to it are skipped, so
+  the experiment's existing items are listed and samples already linked to it are skipped, so
   pushing a run twice - or resuming one - sends nothing twice.
 
 opik is imported only inside `connect`. No Opik server is reachable where evalrun is developed:
@@ -53,7 +52,7 @@ class OpikUnavailable(UsageError):
     """Opik cannot be used: the SDK is missing, misconfigured, or the server is unreachable."""
 
 
-def _quiet_sdk_logging() -> None:
+def quiet_sdk_logging() -> None:
     """The SDK logs every failed background request; evalrun reports a failure once instead.
     An explicit OPIK_CONSOLE_LOGGING_LEVEL is left alone (for debugging the SDK itself)."""
     if "OPIK_CONSOLE_LOGGING_LEVEL" not in os.environ:
@@ -70,7 +69,7 @@ def connect(dest: OpikDestination) -> opik.Opik:
         raise OpikUnavailable(
             f"tracker=opik needs the opik SDK ({exc}); install it with: {install_hint('opik')}"
         ) from exc
-    _quiet_sdk_logging()
+    quiet_sdk_logging()
     settings: dict[str, Any] = {"url_override": dest.host, "workspace": dest.workspace}
     config = OpikConfig(**{k: v for k, v in settings.items() if v})
     misconfigured, message = config.get_misconfiguration_detection_results()

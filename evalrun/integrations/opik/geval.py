@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
-import logging
 import os
 import threading
 from typing import Any
@@ -135,11 +134,8 @@ class GEvalJudge:
         """One GEval per judge spec, built on first use (the import of litellm is slow)."""
         with self._lock:
             if spec not in self._metrics:
-                self._metrics[spec] = self._build_metric(spec)
+                self._metrics[spec] = self.geval(spec, self.chat_model())
             return self._metrics[spec]
-
-    def _build_metric(self, spec: JudgeSpec) -> Any:
-        return self.geval(spec, self.chat_model())
 
     def geval(self, spec: JudgeSpec, model: Any) -> Any:
         """Opik's GEval for `spec`, calling `model` (see `chat_model`)."""
@@ -160,9 +156,10 @@ class GEvalJudge:
         import litellm
         from opik.evaluation.models import LiteLLMChatModel
 
+        from evalrun.integrations.opik.export import quiet_sdk_logging
+
         litellm.suppress_debug_info = True
-        if "OPIK_CONSOLE_LOGGING_LEVEL" not in os.environ:
-            logging.getLogger("opik").setLevel(logging.CRITICAL)  # failures land on the record
+        quiet_sdk_logging()  # a judge's failures land on the record
         kwargs: dict[str, Any] = {"temperature": self.temperature, "timeout": self.timeout_s}
         kwargs["max_retries"] = 0  # the SDK's own retry loop and ours are enough
         if self.base_url:

@@ -137,10 +137,11 @@ def new_link(
     recorded_at: str,
     source: TasksSource | None = None,
 ) -> OpikLink:
-    """A fresh link for a run: a new experiment id, and as `experiment_config` the redacted
-    resolved config plus `reproduction` (git shas, versions, fingerprints, cell count, and for
-    a suite given by reference its `tasks_source`: URL, commit, sub-folder, registry dataset).
-    `recorded_at` says when that was collected: `run`, or `push` for a run pushed later."""
+    """A fresh link for a run, saved as its opik.json: a new experiment id, and as
+    `experiment_config` the redacted resolved config plus `reproduction` (git shas, versions,
+    fingerprints, cell count, and for a suite given by reference its `tasks_source`: URL,
+    commit, sub-folder, registry dataset). `recorded_at` says when that was collected: `run`,
+    or `push` for a run pushed later."""
     tasks = list(tasks)
     reproduction = {
         **reproduction_info(tasks_dir, source),
@@ -149,7 +150,7 @@ def new_link(
         "cells": cells,
         "recorded_at": recorded_at,
     }
-    return OpikLink(
+    link = OpikLink(
         experiment_id=new_experiment_id(),
         experiment_name=experiment_name(run_dir),
         project=dest.project,
@@ -157,3 +158,5 @@ def new_link(
         experiment_config={**config, "reproduction": reproduction},
         prompts={t.task_id: t.prompt for t in tasks},
     )
+    link.save(run_dir)
+    return link

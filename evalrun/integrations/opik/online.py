@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import Future
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -59,16 +59,6 @@ from evalrun.rundir.log import RunLog
 from evalrun.rundir.readers import profile_for
 from evalrun.rundir.redact import SecretValues, redact
 from evalrun.rundir.store import RunLock, RunStore, claim_new_run_dir, remove_if_unused
-
-
-@dataclass
-class Score:
-    """A score read back from samples.jsonl, to be sent again."""
-
-    name: str
-    value: float
-    reason: str
-    scoring_failed: bool = False
 
 
 class OnlineRun:
@@ -142,15 +132,13 @@ class OnlineRun:
 
         try:
             return self.source.list_units(self.s.since, self.s.max_scan)
-        except ApiError as exc:
-            if exc.status_code == 404:
+        except Exception as exc:
+            if isinstance(exc, ApiError) and exc.status_code == 404:
                 raise UsageError(f"project: Opik has no project named {self.s.project!r}") from None
             if not opik_down(exc):
                 raise
-            raise OpikUnavailable(f"Opik failed listing {self.s.level}: {exc}") from exc
-        except Exception as exc:
-            if not opik_down(exc):
-                raise
+            if isinstance(exc, ApiError):
+                raise OpikUnavailable(f"Opik failed listing {self.s.level}: {exc}") from exc
             raise OpikUnavailable(
                 f"Opik stopped answering while listing {self.s.level}: {type(exc).__name__}: {exc}"
             ) from exc
@@ -193,11 +181,13 @@ class OnlineRun:
 
     def _resend(self, done: dict[str, Any], listed: dict[str, Unit]) -> None:
         """Scores judged by an earlier session that Opik does not have yet: send them now."""
+        from opik.evaluation.metrics.score_result import ScoreResult
+
         for unit_id, rec in done.items():
             unit = listed.get(unit_id)
             wanted = unit.missing(self.criteria) if unit else []
             scores = [
-                (c, Score(c.name, float(rec.scores[c.name]), rec.judge_reasons.get(c.name, "")))
+                (c, ScoreResult(c.name, rec.scores[c.name], rec.judge_reasons.get(c.name, "")))
                 for c in wanted
                 if rec.scores.get(c.name) is not None
             ]

@@ -67,20 +67,20 @@ def push(run_dir: Path, dest: OpikDestination) -> PushResult:
     if not (records := run.planned(run.records())):
         raise UsageError(f"{run.run_dir}: this run recorded no sample; nothing to push")
     items = task_items(run)
-    link = OpikLink.load(run.run_dir)
-    if link is None:
-        link = new_link(
-            run_dir=run.run_dir,
-            config=run.config,
-            tasks_dir=Path(run.plan.tasks_dir),
-            tasks=items.values(),
-            cells=run.plan.cells or len(run.plan.cell_keys()),
-            dest=dest,
-            recorded_at="push",
-            source=run.plan.tasks_source,
-        )
-        link.save(run.run_dir)
-    tasks = {tid: _with_prompt(item, link.prompts.get(tid)) for tid, item in items.items()}
+    link = OpikLink.load(run.run_dir) or new_link(
+        run_dir=run.run_dir,
+        config=run.config,
+        tasks_dir=Path(run.plan.tasks_dir),
+        tasks=items.values(),
+        cells=run.plan.cells or len(run.plan.cell_keys()),
+        dest=dest,
+        recorded_at="push",
+        source=run.plan.tasks_source,
+    )
+    tasks = {  # a prompt the link kept fills one the suite no longer has
+        tid: item if item.prompt is not None else replace(item, prompt=link.prompts.get(tid))
+        for tid, item in items.items()
+    }
     client = connect(replace(dest, project=link.project))
     export = ExperimentExport(client, link, tasks)
     export.open()
@@ -96,12 +96,6 @@ def push(run_dir: Path, dest: OpikDestination) -> PushResult:
         skipped=export.counts.skipped,
         problem=problem,
     )
-
-
-def _with_prompt(item: TaskItem, prompt: str | None) -> TaskItem:
-    if item.prompt is not None or prompt is None:
-        return item
-    return TaskItem(item.task_id, item.difficulty, item.tags, item.fingerprint, prompt)
 
 
 @dataclass(frozen=True)

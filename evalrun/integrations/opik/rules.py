@@ -106,10 +106,7 @@ def _body(kind: str, code: dict[str, Any], settings: dict[str, Any], level: str)
 
     suffix = "TraceThreadLlmAsJudge" if level == "threads" else "LlmAsJudge"
     body_type = getattr(types, f"AutomationRuleEvaluator{kind}_{suffix}")
-    code_name = ("TraceThreadLlmAsJudgeCode" if level == "threads" else "LlmAsJudgeCode") + (
-        "Write" if kind == "Write" else ""
-    )
-    code_type = getattr(types, code_name)
+    code_type = getattr(types, f"{suffix}Code" + ("Write" if kind == "Write" else ""))
     return body_type(**settings, action="evaluator", code=code_type.model_validate(code))
 
 
@@ -148,39 +145,32 @@ def create_rules(cfg: Any, console: Console) -> int:
     existing = {r.name: r for r in find_rules(client, project_id)}
     api = client.rest_client.automation_rule_evaluators
     model = opik_model(cfg.rule_model, judge.model or "")
+    enabled = bool(cfg.rule_enabled)
     settings = {
         "name": "",
         "project_ids": [project_id],
         "sampling_rate": s.sample_rate,
-        "enabled": bool(cfg.rule_enabled),
+        "enabled": enabled,
     }
     for criterion in criteria:
         name = rule_name(criterion)
-        current = existing.get(name)
+        current: Any = existing.get(name)  # an SDK rule, or None
         wanted = {**settings, "name": name}
         same_text = current is not None and (
             current.type == RULE_TYPES[s.level]
             and rule_hash(current) == criterion.config_hash
             and getattr(_code(current).model, "name", None) == model
         )
-        if (
-            current is not None
-            and same_text
-            and current.sampling_rate == s.sample_rate
-            and current.enabled == wanted["enabled"]
-        ):
+        if same_text and current.sampling_rate == s.sample_rate and current.enabled == enabled:
             say(f"unchanged  {name}  ({criterion.marker})")
             continue
-        if current is not None and same_text:
-            code = _code(current).model_dump()
-            api.update_automation_rule_evaluator(
-                current.id, request=_body("Update", code, wanted, s.level)
-            )
-            say(f"updated    {name}  sampling rate {s.sample_rate:g}")
-            continue
-        assert criterion.spec is not None
-        geval = judge.geval(criterion.spec, metered_model(judge, meter))
-        code = desired_code(criterion, geval.llm_chain_of_thought(), cfg, model)
+        if same_text:
+            code, change = _code(current).model_dump(), f"sampling rate {s.sample_rate:g}"
+        else:
+            assert criterion.spec is not None
+            geval = judge.geval(criterion.spec, metered_model(judge, meter))
+            code = desired_code(criterion, geval.llm_chain_of_thought(), cfg, model)
+            change = f"new judge text or model ({criterion.marker})"
         if current is None:
             api.create_automation_rule_evaluator(request=_body("Write", code, wanted, s.level))
             say(f"created    {name}  ({criterion.marker})")
@@ -188,7 +178,7 @@ def create_rules(cfg: Any, console: Console) -> int:
             api.update_automation_rule_evaluator(
                 current.id, request=_body("Update", code, wanted, s.level)
             )
-            say(f"updated    {name}  new judge text or model ({criterion.marker})")
+            say(f"updated    {name}  {change}")
     cost = f"${meter.spent_usd:.4f}" if meter.price is not None or meter.calls == 0 else "unknown"
     say(
         f"{len(criteria)} rule(s) for project {s.project}: model {model} "

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from evalrun.integrations.opik.conversation import render
+from evalrun.integrations.opik.conversation import Transforms, render
 from evalrun.integrations.opik.criteria import Criterion
 from evalrun.integrations.opik.link import OpikDestination
 
@@ -148,9 +148,7 @@ class ThreadSource:
         )
         return _units(found, lambda t: _fingerprint(t.id, t.number_of_messages, t.last_updated_at))
 
-    def judge(
-        self, unit: Unit, metrics: list[Any], transforms: tuple[Callable, Callable]
-    ) -> Judged:
+    def judge(self, unit: Unit, metrics: list[Any], transforms: Transforms) -> Judged:
         for metric in metrics:
             metric.forget()
         result = self.engine.evaluate_thread(
@@ -189,9 +187,7 @@ class TraceSource:
         )
         return _units(found, lambda t: _fingerprint(t.id, t.last_updated_at))
 
-    def judge(
-        self, unit: Unit, metrics: list[Any], transforms: tuple[Callable, Callable]
-    ) -> Judged:
+    def judge(self, unit: Unit, metrics: list[Any], transforms: Transforms) -> Judged:
         trace = unit.raw
         conversation = [
             {"role": role, "content": text}
@@ -230,9 +226,7 @@ class Source(Protocol):
         """The project's units, newest first (at most `max_scan` looked at)."""
         ...
 
-    def judge(
-        self, unit: Unit, metrics: list[Any], transforms: tuple[Callable, Callable]
-    ) -> Judged:
+    def judge(self, unit: Unit, metrics: list[Any], transforms: Transforms) -> Judged:
         """Score `unit` with `metrics` (G-Eval criteria), nothing sent yet."""
         ...
 

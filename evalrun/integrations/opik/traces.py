@@ -10,10 +10,9 @@ Nothing here imports opik or talks to a server, so the mapping is testable on it
 - Its spans are the phases that ran (`setup`, `agent`, `verify`), laid end to end from the
   sample's start (the engine measures each phase's duration, not its start), with the agent's
   tool calls as child spans of `agent`, again end to end.
-- The run's headline metrics (`evalrun.analysis.metric_table`) become experiment-level scores; each
-one
-  with an interval also gets its ends (`pass@1_ci95_low`, `pass@1_ci95_high`), since a score is
-  one number.
+- The run's headline metrics (`evalrun.analysis.metric_table`) become experiment-level scores;
+  each one with an interval also gets its ends (`pass@1_ci95_low`, `pass@1_ci95_high`), since a
+  score is one number.
 
 Ids are deterministic (`stable_uuid7`), so sending the same sample twice names the same trace;
 Opik wants UUID version 7, whose first 48 bits are a millisecond timestamp.
@@ -201,8 +200,7 @@ def span_kwargs(record: SampleRecord, trace_id: str) -> list[dict[str, Any]]:
 
 def experiment_scores(summary: Summary) -> dict[str, float]:
     """The run's headline metrics (`evalrun.analysis.metric_table`) for the experiment row, each
-    with the
-    ends of its 95% interval when it has one; a value that is undefined is left out."""
+    with the ends of its 95% interval when it has one; a value that is undefined is left out."""
     values: dict[str, float | None] = {}
     for name, value in headline(summary).items():
         values[name] = value

@@ -4,11 +4,10 @@ The local run directory is written as always; Opik is a second sink and never a 
 to fail. If Opik is missing, misconfigured or unreachable at the start, or stops answering later,
 the tracker says so once on stderr, stops sending, and the run completes with everything kept
 locally; `evalrun push <run-dir>` sends it later (see `evalrun.integrations.opik.push`). What is
-sent and how
-duplicates are avoided is described in `evalrun.integrations.opik.export`. A probes run whose
-probes carry
-`assertions:` also runs them as an Opik test suite once the experiment is complete
-(`evalrun.integrations.opik.suite`); a failure there is reported once and leaves the run as it was.
+sent and how duplicates are avoided is described in `evalrun.integrations.opik.export`. A probes
+run whose probes carry `assertions:` also runs them as an Opik test suite once the experiment is
+complete (`evalrun.integrations.opik.suite`); a failure there is reported once and leaves the run
+as it was.
 
 opik is imported only when a run starts with this tracker. Exercised against a local stand-in
 for Opik's REST API (`tests/opik_standin.py`), not a real Opik server.
@@ -75,19 +74,16 @@ class OpikTracker:
         }
         tasks = {t.id: task_item(t) for t in plan.tasks}
         try:
-            link = OpikLink.load(plan.run_dir)
-            if link is None:
-                link = new_link(
-                    run_dir=plan.run_dir,
-                    config=plan.config,
-                    tasks_dir=plan.tasks_dir,
-                    tasks=tasks.values(),
-                    cells=len(plan.cells),
-                    dest=self.destination,
-                    recorded_at="run",
-                    source=plan.tasks_source,
-                )
-                link.save(plan.run_dir)
+            link = OpikLink.load(plan.run_dir) or new_link(
+                run_dir=plan.run_dir,
+                config=plan.config,
+                tasks_dir=plan.tasks_dir,
+                tasks=tasks.values(),
+                cells=len(plan.cells),
+                dest=self.destination,
+                recorded_at="run",
+                source=plan.tasks_source,
+            )
             client = connect(replace(self.destination, project=link.project))
             export = ExperimentExport(client, link, tasks)
             export.open()

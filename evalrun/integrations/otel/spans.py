@@ -53,8 +53,7 @@ def run_spans(run: RunLog, service_name: str) -> Sequence[ReadableSpan]:
     provider = TracerProvider(resource=resource)
     provider.add_span_processor(SimpleSpanProcessor(collected))
     tracer = provider.get_tracer(SCOPE)
-    records = run.planned(run.records())
-    _trace_run(tracer, run, records)
+    _trace_run(tracer, run, run.planned(run.records()))
     provider.shutdown()
     return collected.get_finished_spans()
 
