@@ -166,6 +166,39 @@ def test_agent_fixes_a_task_through_the_gateway_with_no_key_inside(
             assert step["metrics"]["cost_usd"] == pytest.approx(price.cost(100, 20))
 
 
+@pytest.mark.parametrize("backend", backend_params(["bwrap"]))
+def test_aider_fixes_a_task_through_the_gateway_in_its_whole_file_format(
+    backend, request, real_suite, tmp_path, monkeypatch
+):
+    """aider edits by reply text, not tool calls: for gpt-4o-mini, the whole new file in a fenced
+    block under its name. The real CLI applies the stand-in's reply; its chat history becomes an
+    `edit` step, and trajectory.json holds it with the gateway's meter as the totals."""
+    build_backend(backend, request)
+    monkeypatch.setenv(KEY_VAR, SECRET)
+    suite = real_suite(TYPO)
+    fixed = (suite / TYPO / "setup" / "settings.py").read_text().replace("Invlaid", "Invalid")
+    reply = say(f"I fixed both messages.\n\nsettings.py\n```python\n{fixed}```\n")
+    with ApiStandin([reply, Turn(text="Done.", forever=True)], model="gpt-4o-mini") as server:
+        done = run_eval(
+            suite, tmp_path / "run", *overrides("aider", backend, server.url + "/v1", "gpt-4o-mini")
+        )
+    rec = done.only
+    assert rec.outcome == "pass", (rec.reason, rec.agent.error)
+    assert [(step.name, step.args) for step in rec.agent.trajectory] == [
+        ("edit", {"path": "settings.py"})
+    ]
+    assert SECRET not in run_dir_text(done.run_dir)
+    [document] = checked_trajectories(done.run_dir)
+    assert document["agent"]["name"] == "aider"
+    edits = [s["tool_calls"][0] for s in document["steps"] if "tool_calls" in s]
+    assert [(c["function_name"], c["arguments"]) for c in edits] == [
+        ("edit", {"path": "settings.py"})
+    ]
+    totals = server.totals()
+    assert document["final_metrics"]["total_prompt_tokens"] == totals["input_tokens"]
+    assert document["final_metrics"]["extra"]["cost_source"] == "metered by evalrun's gateway"
+
+
 def test_a_run_at_its_usd_cap_starts_no_new_sample_and_says_so(real_suite, tmp_path, monkeypatch):
     monkeypatch.setenv(KEY_VAR, SECRET)
     suite = real_suite(TYPO, "001-fizzbuzz-off-by-one")
